@@ -15,6 +15,7 @@
 
 mod attacks;
 mod bitboard;
+pub mod game;
 mod movegen;
 pub mod notation;
 mod perft;

@@ -390,6 +390,14 @@ impl Position {
         captured
     }
 
+    /// Sets the side to move, keeping the hash in step (for threat analysis by the game module).
+    pub(crate) fn set_turn(&mut self, color: Color) {
+        if color != self.turn {
+            self.hash ^= zobrist::BLACK_TO_MOVE;
+            self.turn = color;
+        }
+    }
+
     /// The position mirrored left-right (files a<->i); the side to move is unchanged.
     ///
     /// ```

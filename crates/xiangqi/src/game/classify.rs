@@ -1,0 +1,187 @@
+//! The nature of a move for repetition judgement (article 24): check, mate threat, chase or idle.
+
+use crate::bitboard::Bitboard;
+use crate::position::Position;
+use crate::types::{Color, Move, PieceKind, Square};
+
+/// The heaviest nature of a move (26.6: the heaviest counts).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MoveNature {
+    /// 闲: anything else, including offers, sacrifices, blocks and follows.
+    Idle,
+    /// 捉: threatens to win material.
+    Chase,
+    /// 杀: threatens mate by a check or a series of checks.
+    MateThreat,
+    /// 将: attacks the enemy king.
+    Check,
+}
+
+/// Everything the repetition rules need to know about one move.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Natures {
+    /// The move gives check.
+    pub check: bool,
+    /// The move threatens mate by checks (only looked for when it is not a check).
+    pub mate_threat: bool,
+    /// Enemy pieces the move newly threatens to win (squares after the move).
+    pub chased: Bitboard,
+    /// Of `chased`, the rooks.
+    pub chased_rooks: Bitboard,
+    /// Of `chased`, the pieces with no real protection (no protector, or only false ones).
+    pub chased_unprotected: Bitboard,
+}
+
+impl Natures {
+    /// The heaviest nature.
+    pub fn heaviest(&self) -> MoveNature {
+        if self.check {
+            MoveNature::Check
+        } else if self.mate_threat {
+            MoveNature::MateThreat
+        } else if !self.chased.is_empty() {
+            MoveNature::Chase
+        } else {
+            MoveNature::Idle
+        }
+    }
+}
+
+/// Material values for gain tests, in half-horses: rook = 2 horses = 2 cannons (24), advisor =
+/// elephant; a crossed pawn is worth an advisor, so trading it for any piece is no gain; an
+/// uncrossed pawn is worth nothing to capture (26.8).
+fn value(pos: &Position, sq: Square) -> i32 {
+    let Some(piece) = pos.piece_at(sq) else { return 0 };
+    match piece.kind {
+        PieceKind::Rook => 4,
+        PieceKind::Horse | PieceKind::Cannon => 2,
+        PieceKind::Advisor | PieceKind::Elephant => 1,
+        PieceKind::Pawn => i32::from(!sq.on_own_side(piece.color)),
+        PieceKind::King => 1000,
+    }
+}
+
+/// Material the side to move wins by `capture` followed by the best sequence of recaptures on
+/// that point (each side may stop; each recaptures with its least valuable legal capturer, so
+/// pinned protectors and recaptures that would face the kings do not count).
+fn capture_gain(pos: &Position, capture: Move) -> i32 {
+    let won = value(pos, capture.to());
+    let mut next = pos.clone();
+    next.play_unchecked(capture);
+    won - best_recapture(&next, capture.to())
+}
+
+fn best_recapture(pos: &Position, sq: Square) -> i32 {
+    let cheapest = pos
+        .legal_moves()
+        .iter()
+        .copied()
+        .filter(|m| m.to() == sq)
+        .min_by_key(|m| value(pos, m.from()));
+    cheapest.map_or(0, |m| capture_gain(pos, m).max(0))
+}
+
+/// Captures with material gain available to the side to move: (attacker, target) pairs.
+fn gainful_captures(pos: &Position) -> Vec<(Square, Square)> {
+    let theirs = pos.color_bb(!pos.turn());
+    pos.legal_moves()
+        .iter()
+        .filter(|m| theirs.contains(m.to()) && pos.piece_at(m.to()).is_some_and(|p| p.kind != PieceKind::King))
+        .filter(|&&m| capture_gain(pos, m) > 0)
+        .map(|m| (m.from(), m.to()))
+        .collect()
+}
+
+/// Whether the side to move can mate with a check, or with a check answered by any reply and
+/// then a mating check (the "series of checks" of 24, looked at two checks deep).
+fn mates_by_checks(pos: &Position, checks_left: u32) -> bool {
+    pos.legal_moves().iter().any(|&m| {
+        let mut after = pos.clone();
+        after.play_unchecked(m);
+        if !after.is_check() {
+            return false;
+        }
+        let replies = after.legal_moves();
+        if replies.is_empty() {
+            return true;
+        }
+        checks_left > 1
+            && replies.iter().all(|&r| {
+                let mut next = after.clone();
+                next.play_unchecked(r);
+                mates_by_checks(&next, checks_left - 1)
+            })
+    })
+}
+
+/// Classifies `mv`, a legal move in `before`, by article 24 and the general rules of 26.
+///
+/// A chase is a capture with gain that the move creates: by the moved piece, or by another piece
+/// it uncovers or joins (24, 26.2). Captures that were already possible before the move, by the
+/// same piece, do not count (the rook that still attacks the same advisor after sliding is
+/// idle). Chases by the king or a pawn are allowed (26.1) and left out, unless they are the
+/// other pieces' chases that the king's or pawn's move uncovered (26.2). A king move that answers
+/// check never chases or threatens mate (26.3).
+///
+/// ```
+/// use xiangqi::{Position, game::{classify_move, MoveNature}};
+/// // The red rook attacks the unprotected black horse on the open file: a chase.
+/// let pos = Position::from_fen("3k5/9/9/9/4n4/9/9/9/9/R3K4 w - - 0 1").unwrap();
+/// let natures = classify_move(&pos, "a0a5".parse().unwrap());
+/// assert_eq!(natures.heaviest(), MoveNature::Chase);
+/// ```
+pub fn classify_move(before: &Position, mv: Move) -> Natures {
+    let mover = before.turn();
+    let mut after = before.clone();
+    after.play_unchecked(mv);
+    let mut natures = Natures {
+        check: after.is_check(),
+        mate_threat: false,
+        chased: Bitboard::EMPTY,
+        chased_rooks: Bitboard::EMPTY,
+        chased_unprotected: Bitboard::EMPTY,
+    };
+    let moved_kind = after.piece_at(mv.to()).map(|p| p.kind);
+    if natures.check || (moved_kind == Some(PieceKind::King) && before.is_check()) {
+        return natures;
+    }
+    // The mover again to move: what does it threaten?
+    let threats = after.with_turn(mover);
+    natures.mate_threat = mates_by_checks(&threats, 2);
+
+    let old: Vec<(Square, Square)> = gainful_captures(before)
+        .into_iter()
+        .map(|(a, t)| (if a == mv.from() { mv.to() } else { a }, t))
+        .collect();
+    for (attacker, target) in gainful_captures(&threats) {
+        let kind = threats.piece_at(attacker).map(|p| p.kind);
+        if matches!(kind, Some(PieceKind::King | PieceKind::Pawn)) || old.contains(&(attacker, target)) {
+            continue;
+        }
+        let bit = Bitboard::from_square(target);
+        natures.chased |= bit;
+        if threats.piece_at(target).is_some_and(|p| p.kind == PieceKind::Rook) {
+            natures.chased_rooks |= bit;
+        }
+        if !is_protected(&threats, attacker, target) {
+            natures.chased_unprotected |= bit;
+        }
+    }
+    natures
+}
+
+/// Whether the target's side can really recapture after `attacker` takes it.
+fn is_protected(pos: &Position, attacker: Square, target: Square) -> bool {
+    let mut after = pos.clone();
+    after.play_unchecked(Move::new(attacker, target));
+    after.legal_moves().iter().any(|m| m.to() == target)
+}
+
+impl Position {
+    /// This board with `color` to move; only valid while the other side is not in check.
+    pub(crate) fn with_turn(&self, color: Color) -> Position {
+        let mut pos = self.clone();
+        pos.set_turn(color);
+        pos
+    }
+}

@@ -1,0 +1,456 @@
+//! Games and their adjudication: checkmate, stalemate, the repetition rules (棋例), the natural
+//! move limit, dead draws and a self-play length cap.
+//!
+//! ```
+//! use xiangqi::game::{Game, Outcome};
+//! let mut game = Game::new(Default::default());
+//! for mv in ["h2e2", "h9g7"] {
+//!     game.push_str(mv)?;
+//! }
+//! assert_eq!(game.outcome(), Outcome::Ongoing);
+//! # Ok::<(), xiangqi::game::GameError>(())
+//! ```
+
+mod classify;
+mod ruling;
+
+use std::fmt;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+use crate::position::Position;
+use crate::types::{Color, Move, PieceKind};
+
+pub use classify::{MoveNature, Natures, classify_move};
+
+/// Which set of competition rules adjudicates a game.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Ruleset {
+    /// The Chinese Xiangqi Association's 2011 competition rules (the default).
+    #[default]
+    Chinese2011,
+    /// The Asian / World Xiangqi Federation rules as Fairy-Stockfish implements them.
+    Wxf,
+    /// Perpetual check loses; every other repetition is a draw.
+    Simple,
+}
+
+impl Ruleset {
+    /// The name used on the command line and in stored games.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Ruleset::Chinese2011 => "chinese2011",
+            Ruleset::Wxf => "wxf",
+            Ruleset::Simple => "simple",
+        }
+    }
+
+    /// Plies without capture after which the game is drawn under this ruleset by default.
+    pub const fn default_natural_limit(self) -> u32 {
+        match self {
+            Ruleset::Wxf => 100,
+            _ => 120,
+        }
+    }
+}
+
+impl fmt::Display for Ruleset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown ruleset name.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("unknown ruleset {0:?} (expected chinese2011, wxf or simple)")]
+pub struct ParseRulesetError(pub String);
+
+impl FromStr for Ruleset {
+    type Err = ParseRulesetError;
+    fn from_str(s: &str) -> Result<Ruleset, ParseRulesetError> {
+        match s {
+            "chinese2011" => Ok(Ruleset::Chinese2011),
+            "wxf" => Ok(Ruleset::Wxf),
+            "simple" => Ok(Ruleset::Simple),
+            _ => Err(ParseRulesetError(s.to_string())),
+        }
+    }
+}
+
+/// How a game is adjudicated.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct GameConfig {
+    /// The repetition rules.
+    pub ruleset: Ruleset,
+    /// Plies without a capture that end the game in a draw (自然限着); `None` uses the ruleset's.
+    pub natural_limit: Option<u32>,
+    /// A hard cap on the game length in plies, for self-play; reaching it is a draw.
+    pub max_plies: Option<u32>,
+}
+
+impl Default for GameConfig {
+    fn default() -> GameConfig {
+        GameConfig { ruleset: Ruleset::Chinese2011, natural_limit: None, max_plies: None }
+    }
+}
+
+/// Why a game ended.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Reason {
+    /// The side to move is in check and has no legal move.
+    Checkmate,
+    /// The side to move is not in check and has no legal move (a loss in Xiangqi).
+    Stalemate,
+    /// One side checked perpetually.
+    PerpetualCheck,
+    /// One side chased perpetually.
+    PerpetualChase,
+    /// One side threatened mate perpetually.
+    PerpetualMateThreat,
+    /// One side mixed checks, mate threats and chases (一将一捉 and the like).
+    MixedForbidden,
+    /// A repetition in which neither side (or both sides equally) broke the rules.
+    AllowedRepetition,
+    /// Too many plies without a capture.
+    NaturalMoveLimit,
+    /// Neither side has material left to win with.
+    NoPossibleWin,
+    /// The configured maximum game length was reached.
+    MaxLength,
+}
+
+impl Reason {
+    /// The machine-readable name (`perpetual_check`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Reason::Checkmate => "checkmate",
+            Reason::Stalemate => "stalemate",
+            Reason::PerpetualCheck => "perpetual_check",
+            Reason::PerpetualChase => "perpetual_chase",
+            Reason::PerpetualMateThreat => "perpetual_mate_threat",
+            Reason::MixedForbidden => "mixed_forbidden",
+            Reason::AllowedRepetition => "allowed_repetition",
+            Reason::NaturalMoveLimit => "natural_move_limit",
+            Reason::NoPossibleWin => "no_possible_win",
+            Reason::MaxLength => "max_length",
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A finished game's ruling: what decided it, under which rules and which article.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Verdict {
+    /// The rule that ended the game.
+    pub reason: Reason,
+    /// The ruleset that decided it.
+    pub ruleset: Ruleset,
+    /// The article of the 2011 rules (or the ruleset's equivalent) that applies, e.g. `25.1`.
+    pub article: &'static str,
+}
+
+/// The state of a game.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The game goes on.
+    Ongoing,
+    /// `winner` has won.
+    Win {
+        /// The winning side.
+        winner: Color,
+        /// Why.
+        verdict: Verdict,
+    },
+    /// A draw.
+    Draw {
+        /// Why.
+        verdict: Verdict,
+    },
+}
+
+impl Outcome {
+    /// Whether the game has ended.
+    pub fn is_over(self) -> bool {
+        self != Outcome::Ongoing
+    }
+
+    /// The winner, if any.
+    pub fn winner(self) -> Option<Color> {
+        match self {
+            Outcome::Win { winner, .. } => Some(winner),
+            _ => None,
+        }
+    }
+
+    /// The ruling, if the game ended.
+    pub fn verdict(self) -> Option<Verdict> {
+        match self {
+            Outcome::Ongoing => None,
+            Outcome::Win { verdict, .. } | Outcome::Draw { verdict } => Some(verdict),
+        }
+    }
+
+    /// One line of JSON: `{"status":"win","winner":"red","reason":"checkmate","article":"3.2"}`.
+    pub fn to_json(self) -> String {
+        match self {
+            Outcome::Ongoing => r#"{"status":"ongoing","winner":null,"reason":null,"article":null}"#.to_string(),
+            Outcome::Win { winner, verdict } => format!(
+                r#"{{"status":"win","winner":"{}","reason":"{}","article":"{}","ruleset":"{}"}}"#,
+                winner, verdict.reason, verdict.article, verdict.ruleset
+            ),
+            Outcome::Draw { verdict } => format!(
+                r#"{{"status":"draw","winner":null,"reason":"{}","article":"{}","ruleset":"{}"}}"#,
+                verdict.reason, verdict.article, verdict.ruleset
+            ),
+        }
+    }
+}
+
+/// Why a move could not be added to a game.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+pub enum GameError {
+    /// The move is not legal in the current position.
+    #[error("illegal move {mv} at ply {ply}")]
+    Illegal {
+        /// The move.
+        mv: Move,
+        /// Its index in the game (0 = first move).
+        ply: usize,
+    },
+    /// The game has already ended.
+    #[error("move {mv} at ply {ply} comes after the end of the game ({outcome})")]
+    GameOver {
+        /// The move.
+        mv: Move,
+        /// Its index in the game.
+        ply: usize,
+        /// The ruling that ended the game, as JSON.
+        outcome: String,
+    },
+    /// The text is not a coordinate move.
+    #[error("bad move text {text:?} at ply {ply}")]
+    BadMoveText {
+        /// The text.
+        text: String,
+        /// Its index in the game.
+        ply: usize,
+    },
+}
+
+/// One played move with what adjudication needs to know about it.
+#[derive(Copy, Clone, Debug)]
+struct Ply {
+    mv: Move,
+    /// Hash of the position after the move.
+    hash: u64,
+    /// Whether the move gave check.
+    check: bool,
+}
+
+/// A game: a start position, its moves and its adjudication under a [`GameConfig`].
+#[derive(Clone, Debug)]
+pub struct Game {
+    config: GameConfig,
+    start: Position,
+    /// The position after the last capture (or the start): repetitions never reach past it.
+    anchor: Position,
+    /// Ply index of `anchor`.
+    anchor_ply: usize,
+    pos: Position,
+    plies: Vec<Ply>,
+    outcome: Outcome,
+}
+
+impl Game {
+    /// A game from the start position.
+    pub fn new(config: GameConfig) -> Game {
+        Game::from_position(Position::startpos(), config)
+    }
+
+    /// A game from any legal position.
+    pub fn from_position(start: Position, config: GameConfig) -> Game {
+        let mut game = Game {
+            config,
+            anchor: start.clone(),
+            anchor_ply: 0,
+            pos: start.clone(),
+            start,
+            plies: Vec::new(),
+            outcome: Outcome::Ongoing,
+        };
+        game.outcome = game.judge();
+        game
+    }
+
+    /// The adjudication settings.
+    pub fn config(&self) -> GameConfig {
+        self.config
+    }
+
+    /// The start position.
+    pub fn start(&self) -> &Position {
+        &self.start
+    }
+
+    /// The current position.
+    pub fn position(&self) -> &Position {
+        &self.pos
+    }
+
+    /// The moves played so far.
+    pub fn moves(&self) -> impl ExactSizeIterator<Item = Move> + '_ {
+        self.plies.iter().map(|p| p.mv)
+    }
+
+    /// Number of plies played.
+    pub fn len(&self) -> usize {
+        self.plies.len()
+    }
+
+    /// Whether no move was played yet.
+    pub fn is_empty(&self) -> bool {
+        self.plies.is_empty()
+    }
+
+    /// The current state: ongoing, or how the game ended.
+    pub fn outcome(&self) -> Outcome {
+        self.outcome
+    }
+
+    /// Plays a move; rejects an illegal move or a move after the end, leaving the game unchanged.
+    pub fn push(&mut self, mv: Move) -> Result<Outcome, GameError> {
+        let ply = self.plies.len();
+        if self.outcome.is_over() {
+            return Err(GameError::GameOver { mv, ply, outcome: self.outcome.to_json() });
+        }
+        if !self.pos.is_legal(mv) {
+            return Err(GameError::Illegal { mv, ply });
+        }
+        let capture = self.pos.play_unchecked(mv).is_some();
+        let check = self.pos.is_check();
+        self.plies.push(Ply { mv, hash: self.pos.hash(), check });
+        if capture {
+            self.anchor = self.pos.clone();
+            self.anchor_ply = self.plies.len();
+        }
+        self.outcome = self.judge();
+        Ok(self.outcome)
+    }
+
+    /// Parses a coordinate move (`h2e2`) and plays it.
+    pub fn push_str(&mut self, text: &str) -> Result<Outcome, GameError> {
+        let mv = text.parse().map_err(|_| GameError::BadMoveText { text: text.to_string(), ply: self.plies.len() })?;
+        self.push(mv)
+    }
+
+    fn verdict(&self, reason: Reason, article: &'static str) -> Verdict {
+        Verdict { reason, ruleset: self.config.ruleset, article }
+    }
+
+    /// Adjudicates the current position.
+    fn judge(&self) -> Outcome {
+        let pos = &self.pos;
+        if !pos.has_legal_moves() {
+            let (reason, article) = if pos.is_check() { (Reason::Checkmate, "4.1.1") } else { (Reason::Stalemate, "4.1.2") };
+            return Outcome::Win { winner: !pos.turn(), verdict: self.verdict(reason, article) };
+        }
+        if let Some(outcome) = self.judge_repetition() {
+            return outcome;
+        }
+        if self.natural_limit_reached() {
+            let article = if self.config.ruleset == Ruleset::Chinese2011 { "4.2.4" } else { "natural-move-limit" };
+            return Outcome::Draw { verdict: self.verdict(Reason::NaturalMoveLimit, article) };
+        }
+        if no_possible_win(pos) {
+            return Outcome::Draw { verdict: self.verdict(Reason::NoPossibleWin, "4.2.2") };
+        }
+        if self.config.max_plies.is_some_and(|max| self.plies.len() >= max as usize) {
+            return Outcome::Draw { verdict: self.verdict(Reason::MaxLength, "self-play length cap") };
+        }
+        Outcome::Ongoing
+    }
+
+    /// Whether the plies since the last capture reach the natural move limit. Under the 2011
+    /// rules at most 10 checks of the side that claims count (22.2); either side may claim.
+    fn natural_limit_reached(&self) -> bool {
+        let limit = self.config.natural_limit.unwrap_or(self.config.ruleset.default_natural_limit()) as usize;
+        let window = &self.plies[self.anchor_ply..];
+        // A position set up with a running clock counts its earlier plies too.
+        let before = if self.anchor_ply == 0 { self.start.halfmove_clock() as usize } else { 0 };
+        if self.config.ruleset != Ruleset::Chinese2011 {
+            return before + window.len() >= limit;
+        }
+        // Ply i of the window was played by the side to move at the anchor when i is even.
+        let anchor_turn = if self.anchor_ply == 0 { self.start.turn() } else { self.anchor.turn() };
+        Color::ALL.iter().any(|&claimant| {
+            let mut checks = 0;
+            let mut counted = before;
+            for (i, ply) in window.iter().enumerate() {
+                let mover = if i % 2 == 0 { anchor_turn } else { !anchor_turn };
+                if ply.check && mover == claimant {
+                    checks += 1;
+                    if checks > 10 {
+                        continue;
+                    }
+                }
+                counted += 1;
+            }
+            counted >= limit
+        })
+    }
+
+    /// At the third occurrence of the current position (same side to move) since the last
+    /// capture, rules on the cycle of moves between its first occurrence and now.
+    fn judge_repetition(&self) -> Option<Outcome> {
+        let n = self.plies.len();
+        let current = self.pos.hash();
+        // Position index i is the position after i plies. The position right after a capture is
+        // not an occurrence: a cycle's first move counts unless it is a capture (23.2).
+        let first_counted = if self.anchor_ply == 0 { 0 } else { self.anchor_ply + 1 };
+        let mut occurrences = 1;
+        let mut first = n;
+        let mut i = n;
+        while i >= first_counted + 2 {
+            i -= 2;
+            if self.hash_at(i) == current {
+                occurrences += 1;
+                first = i;
+                if occurrences == 3 {
+                    break;
+                }
+            }
+        }
+        if occurrences < 3 {
+            return None;
+        }
+        // Positions `first..=n` and the moves between them form the repeated cycles.
+        let mut positions = Vec::with_capacity(n - first + 1);
+        let mut pos = self.anchor.clone();
+        for k in self.anchor_ply..n {
+            if k >= first {
+                positions.push(pos.clone());
+            }
+            pos.play_unchecked(self.plies[k].mv);
+        }
+        let moves: Vec<Move> = self.plies[first..n].iter().map(|p| p.mv).collect();
+        Some(ruling::rule(self.config.ruleset, &positions, &moves))
+    }
+
+    fn hash_at(&self, ply_index: usize) -> u64 {
+        if ply_index == 0 { self.start.hash() } else { self.plies[ply_index - 1].hash }
+    }
+}
+
+/// Neither side has a piece that can cross the river to attack (only kings, advisors and
+/// elephants remain), so neither can ever win.
+fn no_possible_win(pos: &Position) -> bool {
+    [PieceKind::Rook, PieceKind::Horse, PieceKind::Cannon, PieceKind::Pawn]
+        .iter()
+        .all(|&k| pos.by_kind[k.index()] == 0)
+}

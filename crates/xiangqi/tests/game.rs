@@ -1,0 +1,133 @@
+//! Game adjudication, each ruling built from a concrete position and move sequence. Article
+//! numbers refer to the Chinese Xiangqi Association's 2011 competition rules.
+
+use xiangqi::Position;
+use xiangqi::game::{Game, GameConfig, GameError, Outcome, Reason, Ruleset};
+use xiangqi::{Color, Move};
+
+fn play(fen: &str, ruleset: Ruleset, moves: &str) -> Game {
+    let start = Position::from_fen(fen).unwrap();
+    let mut game = Game::from_position(start, GameConfig { ruleset, ..GameConfig::default() });
+    for (i, mv) in moves.split_whitespace().enumerate() {
+        game.push_str(mv).unwrap_or_else(|e| panic!("move {i} ({mv}): {e}"));
+    }
+    game
+}
+
+fn assert_win(game: &Game, winner: Color, reason: Reason, article: &str) {
+    match game.outcome() {
+        Outcome::Win { winner: w, verdict } => {
+            assert_eq!((w, verdict.reason, verdict.article), (winner, reason, article), "{:?}", game.outcome());
+        }
+        other => panic!("expected {winner} to win by {reason}, got {other:?}"),
+    }
+}
+
+fn assert_draw(game: &Game, reason: Reason, article: &str) {
+    match game.outcome() {
+        Outcome::Draw { verdict } => assert_eq!((verdict.reason, verdict.article), (reason, article)),
+        other => panic!("expected a draw by {reason}, got {other:?}"),
+    }
+}
+
+/// Red's rook checks from h9/h8 while the black king steps d9/d8.
+const PERPETUAL_CHECK: (&str, &str) = (
+    "3k5/9/7R1/9/9/9/9/9/9/4K4 w - - 0 1",
+    "h7h9 d9d8 h9h8 d8d9 h8h9 d9d8 h9h8 d8d9 h8h9",
+);
+
+#[test]
+fn article_25_1_one_sided_perpetual_check_loses() {
+    let (fen, moves) = PERPETUAL_CHECK;
+    for ruleset in [Ruleset::Chinese2011, Ruleset::Wxf, Ruleset::Simple] {
+        let game = play(fen, ruleset, moves);
+        assert_win(&game, Color::Black, Reason::PerpetualCheck, "25.1");
+    }
+}
+
+#[test]
+fn repetition_is_judged_at_the_third_occurrence_not_the_second() {
+    let (fen, moves) = PERPETUAL_CHECK;
+    let all: Vec<&str> = moves.split_whitespace().collect();
+    let game = play(fen, Ruleset::Chinese2011, &all[..all.len() - 1].join(" "));
+    assert_eq!(game.outcome(), Outcome::Ongoing);
+}
+
+#[test]
+fn article_25_2_both_sides_idle_is_a_draw() {
+    let game = play(xiangqi::START_FEN, Ruleset::Chinese2011, "b0c2 b9c7 c2b0 c7b9 b0c2 b9c7 c2b0 c7b9");
+    assert_draw(&game, Reason::AllowedRepetition, "25.2");
+}
+
+/// Black's horse shuttles a5/c6; Red's rook follows it on ranks 5 and 6.
+const HORSE_CHASE_MOVES: &str = "a5c6 i5i6 c6a5 i6i5 a5c6 i5i6 c6a5 i6i5";
+
+#[test]
+fn article_25_3_perpetual_chase_of_an_unprotected_horse_loses() {
+    let game = play("5k3/4a4/9/9/n7R/9/9/9/9/3AKA3 b - - 0 1", Ruleset::Chinese2011, HORSE_CHASE_MOVES);
+    assert_win(&game, Color::Black, Reason::PerpetualChase, "25.3");
+}
+
+#[test]
+fn article_24_chase_of_a_protected_horse_by_a_rook_is_no_chase() {
+    // The black rook on c9 guards c6 and the pawn on a6 guards a5: taking the horse loses the rook.
+    let game = play("2r2k3/4a4/9/p8/n7R/9/9/9/9/3AKA3 b - - 0 1", Ruleset::Chinese2011, HORSE_CHASE_MOVES);
+    assert_draw(&game, Reason::AllowedRepetition, "25.2");
+}
+
+#[test]
+fn article_23_2_a_capture_as_first_move_of_the_cycle_is_not_counted() {
+    // Red's rook takes the horse on h9 with check and then checks perpetually: the position right
+    // after the capture does not count, so the ruling comes one ply later than without it.
+    let fen = "3k3n1/9/7R1/9/9/9/9/9/9/4K4 w - - 0 1";
+    let (_, moves) = PERPETUAL_CHECK;
+    let early = play(fen, Ruleset::Chinese2011, moves);
+    assert_eq!(early.outcome(), Outcome::Ongoing);
+    let late = play(fen, Ruleset::Chinese2011, &format!("{moves} d9d8"));
+    assert_win(&late, Color::Black, Reason::PerpetualCheck, "25.1");
+}
+
+#[test]
+fn article_4_2_4_natural_move_limit_at_exactly_120_plies() {
+    let fen = "3k5/9/9/9/9/9/9/9/4R4/5K3 w - - 118 60";
+    assert_eq!(play(fen, Ruleset::Chinese2011, "e1e2").outcome(), Outcome::Ongoing);
+    assert_draw(&play(fen, Ruleset::Chinese2011, "e1e2 d9d8"), Reason::NaturalMoveLimit, "4.2.4");
+}
+
+#[test]
+fn article_4_2_2_no_possible_win_with_only_kings_advisors_and_elephants() {
+    let game = play("3k1a3/4a4/9/9/9/9/9/9/4A4/2B1K4 w - - 0 1", Ruleset::Chinese2011, "");
+    assert_draw(&game, Reason::NoPossibleWin, "4.2.2");
+    let not_dead = play("3k1a3/4a4/9/9/9/9/9/9/4A4/2B1K3R w - - 0 1", Ruleset::Chinese2011, "");
+    assert_eq!(not_dead.outcome(), Outcome::Ongoing);
+}
+
+#[test]
+fn checkmate_and_stalemate_lose_for_the_side_to_move() {
+    // Two rooks mate on the back rank.
+    let mate = play("4k4/R8/9/9/9/9/9/9/9/1R1K5 w - - 0 1", Ruleset::Chinese2011, "b0b9");
+    assert_win(&mate, Color::Red, Reason::Checkmate, "4.1.1");
+    assert!(mate.position().is_checkmate());
+}
+
+#[test]
+fn max_length_cap_draws_self_play_games() {
+    let config = GameConfig { max_plies: Some(4), ..GameConfig::default() };
+    let mut game = Game::new(config);
+    for mv in ["h2e2", "h9g7", "h0g2"] {
+        game.push_str(mv).unwrap();
+    }
+    assert_eq!(game.outcome(), Outcome::Ongoing);
+    game.push_str("i9h9").unwrap();
+    assert_draw(&game, Reason::MaxLength, "self-play length cap");
+}
+
+#[test]
+fn moves_after_the_end_and_illegal_moves_are_rejected_and_leave_the_game_unchanged() {
+    let mut game = Game::new(GameConfig::default());
+    let err = game.push_str("a0a5").unwrap_err();
+    assert_eq!(err, GameError::Illegal { mv: "a0a5".parse::<Move>().unwrap(), ply: 0 });
+    assert_eq!(game.len(), 0);
+    let mut mated = play("4k4/R8/9/9/9/9/9/9/9/1R1K5 w - - 0 1", Ruleset::Chinese2011, "b0b9");
+    assert!(matches!(mated.push_str("e9e8"), Err(GameError::GameOver { ply: 1, .. })));
+}
