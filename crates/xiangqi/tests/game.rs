@@ -31,10 +31,8 @@ fn assert_draw(game: &Game, reason: Reason, article: &str) {
 }
 
 /// Red's rook checks from h9/h8 while the black king steps d9/d8.
-const PERPETUAL_CHECK: (&str, &str) = (
-    "3k5/9/7R1/9/9/9/9/9/9/4K4 w - - 0 1",
-    "h7h9 d9d8 h9h8 d8d9 h8h9 d9d8 h9h8 d8d9 h8h9",
-);
+const PERPETUAL_CHECK: (&str, &str) =
+    ("3k5/9/7R1/9/9/9/9/9/9/4K4 w - - 0 1", "h7h9 d9d8 h9h8 d8d9 h8h9 d9d8 h9h8 d8d9 h8h9");
 
 #[test]
 fn article_25_1_one_sided_perpetual_check_loses() {

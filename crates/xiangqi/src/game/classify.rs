@@ -72,12 +72,7 @@ fn capture_gain(pos: &Position, capture: Move) -> i32 {
 }
 
 fn best_recapture(pos: &Position, sq: Square) -> i32 {
-    let cheapest = pos
-        .legal_moves()
-        .iter()
-        .copied()
-        .filter(|m| m.to() == sq)
-        .min_by_key(|m| value(pos, m.from()));
+    let cheapest = pos.legal_moves().iter().copied().filter(|m| m.to() == sq).min_by_key(|m| value(pos, m.from()));
     cheapest.map_or(0, |m| capture_gain(pos, m).max(0))
 }
 
@@ -149,10 +144,8 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
     let threats = after.with_turn(mover);
     natures.mate_threat = mates_by_checks(&threats, 2);
 
-    let old: Vec<(Square, Square)> = gainful_captures(before)
-        .into_iter()
-        .map(|(a, t)| (if a == mv.from() { mv.to() } else { a }, t))
-        .collect();
+    let old: Vec<(Square, Square)> =
+        gainful_captures(before).into_iter().map(|(a, t)| (if a == mv.from() { mv.to() } else { a }, t)).collect();
     for (attacker, target) in gainful_captures(&threats) {
         let kind = threats.piece_at(attacker).map(|p| p.kind);
         if matches!(kind, Some(PieceKind::King | PieceKind::Pawn)) || old.contains(&(attacker, target)) {

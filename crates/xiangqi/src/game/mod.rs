@@ -357,7 +357,8 @@ impl Game {
     fn judge(&self) -> Outcome {
         let pos = &self.pos;
         if !pos.has_legal_moves() {
-            let (reason, article) = if pos.is_check() { (Reason::Checkmate, "4.1.1") } else { (Reason::Stalemate, "4.1.2") };
+            let (reason, article) =
+                if pos.is_check() { (Reason::Checkmate, "4.1.1") } else { (Reason::Stalemate, "4.1.2") };
             return Outcome::Win { winner: !pos.turn(), verdict: self.verdict(reason, article) };
         }
         if let Some(outcome) = self.judge_repetition() {
@@ -450,7 +451,5 @@ impl Game {
 /// Neither side has a piece that can cross the river to attack (only kings, advisors and
 /// elephants remain), so neither can ever win.
 fn no_possible_win(pos: &Position) -> bool {
-    [PieceKind::Rook, PieceKind::Horse, PieceKind::Cannon, PieceKind::Pawn]
-        .iter()
-        .all(|&k| pos.by_kind[k.index()] == 0)
+    [PieceKind::Rook, PieceKind::Horse, PieceKind::Cannon, PieceKind::Pawn].iter().all(|&k| pos.by_kind[k.index()] == 0)
 }
