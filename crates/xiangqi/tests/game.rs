@@ -129,3 +129,95 @@ fn moves_after_the_end_and_illegal_moves_are_rejected_and_leave_the_game_unchang
     let mut mated = play("4k4/R8/9/9/9/9/9/9/9/1R1K5 w - - 0 1", Ruleset::Chinese2011, "b0b9");
     assert!(matches!(mated.push_str("e9e8"), Err(GameError::GameOver { ply: 1, .. })));
 }
+
+mod natures {
+    //! Move natures (article 24 and the general rules of 26), one position each.
+    use xiangqi::Position;
+    use xiangqi::game::{MoveNature, Natures, classify_move};
+
+    fn classify(fen: &str, mv: &str) -> Natures {
+        let pos = Position::from_fen(fen).unwrap();
+        let mv = mv.parse().unwrap();
+        assert!(pos.is_legal(mv), "{mv} is legal in {fen}");
+        classify_move(&pos, mv)
+    }
+
+    fn sq(name: &str) -> xiangqi::Bitboard {
+        let mv: xiangqi::Move = format!("{name}{name}").parse().unwrap();
+        xiangqi::Bitboard::from_square(mv.from())
+    }
+
+    #[test]
+    fn article_24_rook_attacking_an_unprotected_horse_chases_it() {
+        let n = classify("5k3/9/9/4n4/3R5/9/9/9/9/4K4 w - - 0 1", "d5e5");
+        assert_eq!(n.heaviest(), MoveNature::Chase);
+        assert_eq!(n.chased, sq("e6"));
+        assert_eq!(n.chased_unprotected, sq("e6"));
+    }
+
+    #[test]
+    fn article_26_1_a_pawn_may_chase() {
+        let n = classify("5k3/9/9/4n4/3P5/9/9/9/9/4K4 w - - 0 1", "d5e5");
+        assert_eq!(n.heaviest(), MoveNature::Idle);
+    }
+
+    #[test]
+    fn article_26_1_a_king_may_chase() {
+        let n = classify("3k5/9/9/9/9/9/9/9/5n3/4K4 w - - 0 1", "e0f0");
+        assert_eq!(n.heaviest(), MoveNature::Idle, "the king steps next to the horse on f1");
+    }
+
+    #[test]
+    fn article_26_2_a_pawn_move_that_uncovers_a_rook_chase_is_a_chase() {
+        let n = classify("5k3/9/9/R1P1n4/9/9/9/9/9/4K4 w - - 0 1", "c6c7");
+        assert_eq!(n.heaviest(), MoveNature::Chase);
+        assert_eq!(n.chased, sq("e6"));
+    }
+
+    #[test]
+    fn article_24_a_rook_taking_a_protected_horse_gains_nothing() {
+        // The black rook on e8 guards the horse on e6.
+        let n = classify("9/3kr4/3a5/4n4/R8/9/9/9/9/4K4 w - - 0 1", "a5a6");
+        assert_eq!(n.heaviest(), MoveNature::Idle);
+    }
+
+    #[test]
+    fn article_24_false_protection_by_a_pinned_piece_counts_as_unprotected() {
+        // As above, but the red rook on i8 pins the guard against its king.
+        let n = classify("9/3kr3R/3a5/4n4/R8/9/9/9/9/4K4 w - - 0 1", "a5a6");
+        assert_eq!(n.heaviest(), MoveNature::Chase);
+        assert_eq!(n.chased_unprotected, sq("e6"));
+    }
+
+    #[test]
+    fn article_24_an_attack_that_was_already_there_is_no_new_chase() {
+        // Figure 4's idea: the rook could take the horse before and still can after sliding.
+        let n = classify("5k3/9/9/4n4/9/9/9/9/4R4/3K5 w - - 0 1", "e1e2");
+        assert_eq!(n.heaviest(), MoveNature::Idle);
+    }
+
+    #[test]
+    fn article_26_3_a_king_move_answering_check_is_idle_even_if_it_uncovers_a_chase() {
+        // The king leaves the e-file; the rook behind it now attacks the unprotected black rook.
+        let n = classify("3k5/9/4r4/9/9/9/9/9/4K4/4R4 w - - 0 1", "e1f1");
+        assert_eq!(n.heaviest(), MoveNature::Idle);
+    }
+
+    #[test]
+    fn article_24_a_move_that_threatens_mate_by_checks_is_a_mate_threat() {
+        // The rook comes to the f-file; the black king cannot step onto the open e-file, so Rf6
+        // would mate next.
+        let n = classify("5k3/9/9/9/8R/9/9/9/9/3AKA3 w - - 0 1", "i5i6");
+        assert_eq!(n.heaviest(), MoveNature::MateThreat);
+    }
+}
+
+#[test]
+fn article_25_3_one_check_one_chase_is_forbidden() {
+    // Red's rook checks from i9 and chases the unprotected horse on a6 from i6.
+    let fen = "3k5/9/9/n7R/9/9/9/9/9/4K4 w - - 0 1";
+    let moves = "i6i9 d9d8 i9i6 d8d9 i6i9 d9d8 i9i6 d8d9";
+    let game = play(fen, Ruleset::Chinese2011, moves);
+    assert_win(&game, Color::Black, Reason::MixedForbidden, "25.3");
+    assert_draw(&play(fen, Ruleset::Simple, moves), Reason::AllowedRepetition, "25.2");
+}

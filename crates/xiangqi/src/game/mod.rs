@@ -196,10 +196,12 @@ impl Outcome {
         }
     }
 
-    /// One line of JSON: `{"status":"win","winner":"red","reason":"checkmate","article":"3.2"}`.
+    /// One line of JSON: `{"status":"win","winner":"red","reason":"checkmate","article":"4.1.1","ruleset":"chinese2011"}`.
     pub fn to_json(self) -> String {
         match self {
-            Outcome::Ongoing => r#"{"status":"ongoing","winner":null,"reason":null,"article":null}"#.to_string(),
+            Outcome::Ongoing => {
+                r#"{"status":"ongoing","winner":null,"reason":null,"article":null,"ruleset":null}"#.to_string()
+            }
             Outcome::Win { winner, verdict } => format!(
                 r#"{{"status":"win","winner":"{}","reason":"{}","article":"{}","ruleset":"{}"}}"#,
                 winner, verdict.reason, verdict.article, verdict.ruleset
@@ -243,14 +245,12 @@ pub enum GameError {
     },
 }
 
-/// One played move with what adjudication needs to know about it.
+/// One played move and the hash of the position it led to.
 #[derive(Copy, Clone, Debug)]
 struct Ply {
     mv: Move,
     /// Hash of the position after the move.
     hash: u64,
-    /// Whether the move gave check.
-    check: bool,
 }
 
 /// A game: a start position, its moves and its adjudication under a [`GameConfig`].
@@ -262,6 +262,8 @@ pub struct Game {
     anchor: Position,
     /// Ply index of `anchor`.
     anchor_ply: usize,
+    /// Checks given by Red and by Black since `anchor`.
+    checks_since_anchor: [u32; 2],
     pos: Position,
     plies: Vec<Ply>,
     outcome: Outcome,
@@ -279,6 +281,7 @@ impl Game {
             config,
             anchor: start.clone(),
             anchor_ply: 0,
+            checks_since_anchor: [0; 2],
             pos: start.clone(),
             start,
             plies: Vec::new(),
@@ -332,12 +335,15 @@ impl Game {
         if !self.pos.is_legal(mv) {
             return Err(GameError::Illegal { mv, ply });
         }
+        let mover = self.pos.turn();
         let capture = self.pos.play_unchecked(mv).is_some();
-        let check = self.pos.is_check();
-        self.plies.push(Ply { mv, hash: self.pos.hash(), check });
+        self.plies.push(Ply { mv, hash: self.pos.hash() });
         if capture {
             self.anchor = self.pos.clone();
             self.anchor_ply = self.plies.len();
+            self.checks_since_anchor = [0; 2];
+        } else if self.pos.is_check() {
+            self.checks_since_anchor[mover.index()] += 1;
         }
         self.outcome = self.judge();
         Ok(self.outcome)
@@ -378,32 +384,18 @@ impl Game {
     }
 
     /// Whether the plies since the last capture reach the natural move limit. Under the 2011
-    /// rules at most 10 checks of the side that claims count (22.2); either side may claim.
+    /// rules at most 10 checks of the side that claims count (22.2); either side may claim, so
+    /// the side with fewer checks decides.
     fn natural_limit_reached(&self) -> bool {
         let limit = self.config.natural_limit.unwrap_or(self.config.ruleset.default_natural_limit()) as usize;
-        let window = &self.plies[self.anchor_ply..];
         // A position set up with a running clock counts its earlier plies too.
         let before = if self.anchor_ply == 0 { self.start.halfmove_clock() as usize } else { 0 };
-        if self.config.ruleset != Ruleset::Chinese2011 {
-            return before + window.len() >= limit;
+        let mut counted = before + self.plies.len() - self.anchor_ply;
+        if self.config.ruleset == Ruleset::Chinese2011 {
+            let fewest_checks = self.checks_since_anchor.iter().min().copied().unwrap_or(0) as usize;
+            counted -= fewest_checks.saturating_sub(10);
         }
-        // Ply i of the window was played by the side to move at the anchor when i is even.
-        let anchor_turn = if self.anchor_ply == 0 { self.start.turn() } else { self.anchor.turn() };
-        Color::ALL.iter().any(|&claimant| {
-            let mut checks = 0;
-            let mut counted = before;
-            for (i, ply) in window.iter().enumerate() {
-                let mover = if i % 2 == 0 { anchor_turn } else { !anchor_turn };
-                if ply.check && mover == claimant {
-                    checks += 1;
-                    if checks > 10 {
-                        continue;
-                    }
-                }
-                counted += 1;
-            }
-            counted >= limit
-        })
+        counted >= limit
     }
 
     /// At the third occurrence of the current position (same side to move) since the last
