@@ -1,9 +1,11 @@
 //! `xqz`: the one binary of xqzero, with a subcommand per role.
 
+use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use xiangqi::game::{Game, GameConfig, Ruleset};
 use xiangqi::{Position, START_FEN, divide, perft};
 
 #[derive(Parser)]
@@ -27,11 +29,48 @@ enum Command {
         #[arg(long)]
         divide: bool,
     },
+    /// Replay a game and print its adjudication as one line of JSON.
+    Adjudicate {
+        /// Start position in FEN (default: the start position).
+        #[arg(long, default_value = START_FEN)]
+        fen: String,
+        /// The moves in coordinate notation, separated by spaces (`"h2e2 h9g7"`).
+        #[arg(long, default_value = "")]
+        moves: String,
+        /// Repetition rules: chinese2011 (official 2011 rules), wxf or simple.
+        #[arg(long, default_value = "chinese2011")]
+        ruleset: Ruleset,
+        /// Plies without capture that draw the game (default: 120, or 100 under wxf).
+        #[arg(long)]
+        natural_limit: Option<u32>,
+        /// Cap on the game length in plies (a draw when reached).
+        #[arg(long)]
+        max_plies: Option<u32>,
+    },
 }
 
-fn main() -> Result<()> {
-    match Cli::parse().command {
+fn main() -> ExitCode {
+    match run(Cli::parse().command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
         Command::Perft { fen, depth, divide: split } => run_perft(&fen, depth, split),
+        Command::Adjudicate { fen, moves, ruleset, natural_limit, max_plies } => {
+            let start = Position::from_fen(&fen).with_context(|| format!("invalid FEN {fen:?}"))?;
+            let mut game = Game::from_position(start, GameConfig { ruleset, natural_limit, max_plies });
+            for text in moves.split_whitespace() {
+                game.push_str(text)?;
+            }
+            println!("{}", game.outcome().to_json());
+            Ok(())
+        }
     }
 }
 

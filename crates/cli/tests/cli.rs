@@ -1,0 +1,73 @@
+//! The `xqz` command line as a user runs it.
+
+use std::process::{Command, Output};
+
+fn xqz(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).output().expect("xqz runs")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+#[test]
+fn perft_prints_nodes_and_nps() {
+    let out = xqz(&["perft", "--depth", "3"]);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "nodes 79666");
+    assert!(lines[1].starts_with("nps ") && lines[1][4..].parse::<u64>().is_ok(), "{text}");
+}
+
+#[test]
+fn perft_divide_lists_each_root_move_in_coordinates() {
+    let out = xqz(&["perft", "--depth", "2", "--divide"]);
+    let text = stdout(&out);
+    let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with("nodes") && !l.starts_with("nps")).collect();
+    assert_eq!(rows.len(), 44);
+    assert!(rows.contains(&"h2e2 45"), "{text}");
+    assert!(text.contains("nodes 1920\n"));
+}
+
+#[test]
+fn perft_rejects_a_bad_fen_with_a_message() {
+    let out = xqz(&["perft", "--fen", "rnbakabnr/9 w", "--depth", "1"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("10"), "names the expected rank count");
+}
+
+#[test]
+fn adjudicate_prints_one_json_line() {
+    let out = xqz(&[
+        "adjudicate",
+        "--fen",
+        "3k5/9/7R1/9/9/9/9/9/9/4K4 w - - 0 1",
+        "--moves",
+        "h7h9 d9d8 h9h8 d8d9 h8h9 d9d8 h9h8 d8d9 h8h9",
+    ]);
+    assert!(out.status.success());
+    assert_eq!(
+        stdout(&out),
+        "{\"status\":\"win\",\"winner\":\"black\",\"reason\":\"perpetual_check\",\"article\":\"25.1\",\"ruleset\":\"chinese2011\"}\n"
+    );
+    let ongoing = xqz(&["adjudicate", "--moves", "h2e2 h9g7", "--ruleset", "wxf"]);
+    assert!(stdout(&ongoing).starts_with("{\"status\":\"ongoing\",\"winner\":null"));
+}
+
+#[test]
+fn adjudicate_names_an_illegal_move_and_its_index_and_prints_nothing_else() {
+    let out = xqz(&["adjudicate", "--moves", "h2e2 h9g7 a0a5"]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a0a5") && err.contains("ply 2"), "{err}");
+}
+
+#[test]
+fn adjudicate_treats_a_move_after_the_end_as_illegal() {
+    let out = xqz(&["adjudicate", "--fen", "4k4/R8/9/9/9/9/9/9/9/1R1K5 w - - 0 1", "--moves", "b0b9 e9e8"]);
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("e9e8"));
+}
