@@ -77,6 +77,11 @@ trait Sink {
     fn add_set(&mut self, from: usize, targets: u128);
     /// One legal move.
     fn add(&mut self, from: usize, to: usize);
+    /// Whether generation may stop early.
+    #[inline(always)]
+    fn done(&self) -> bool {
+        false
+    }
 }
 
 impl Sink for MoveList {
@@ -123,6 +128,11 @@ impl Sink for Any {
     fn add(&mut self, _from: usize, _to: usize) {
         self.0 = true;
     }
+
+    #[inline(always)]
+    fn done(&self) -> bool {
+        self.0
+    }
 }
 
 const KINDS_BUT_KING: [PieceKind; 6] =
@@ -134,6 +144,12 @@ impl Position {
         let mut list = MoveList::new();
         self.generate(&mut list);
         list
+    }
+
+    /// Replaces the contents of `list` with the legal moves (reuses its storage).
+    pub fn legal_moves_into(&self, list: &mut MoveList) {
+        list.len = 0;
+        self.generate(list);
     }
 
     /// The number of legal moves, counted without listing them.
@@ -268,6 +284,9 @@ impl Position {
                             sink.add(s, to);
                         }
                     }
+                }
+                if sink.done() {
+                    return;
                 }
             }
         }

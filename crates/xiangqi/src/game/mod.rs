@@ -19,6 +19,7 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
+use crate::movegen::MoveList;
 use crate::position::Position;
 use crate::types::{Color, Move, PieceKind};
 
@@ -266,6 +267,8 @@ pub struct Game {
     checks_since_anchor: [u32; 2],
     pos: Position,
     plies: Vec<Ply>,
+    /// Legal moves in `pos`, generated once per ply for adjudication and callers alike.
+    legal: MoveList,
     outcome: Outcome,
 }
 
@@ -285,8 +288,10 @@ impl Game {
             pos: start.clone(),
             start,
             plies: Vec::new(),
+            legal: MoveList::new(),
             outcome: Outcome::Ongoing,
         };
+        game.legal = game.pos.legal_moves();
         game.outcome = game.judge();
         game
     }
@@ -304,6 +309,12 @@ impl Game {
     /// The current position.
     pub fn position(&self) -> &Position {
         &self.pos
+    }
+
+    /// The legal moves in the current position (empty when the game is over by mate or stalemate;
+    /// after other endings they are listed but [`Game::push`] refuses them).
+    pub fn legal_moves(&self) -> &MoveList {
+        &self.legal
     }
 
     /// The moves played so far.
@@ -332,9 +343,16 @@ impl Game {
         if self.outcome.is_over() {
             return Err(GameError::GameOver { mv, ply, outcome: self.outcome.to_json() });
         }
-        if !self.pos.is_legal(mv) {
+        if !self.legal.contains(&mv) {
             return Err(GameError::Illegal { mv, ply });
         }
+        Ok(self.push_unchecked(mv))
+    }
+
+    /// Plays a move known to be legal (from this game's position's move generator) in a game
+    /// that is not over: the fast path for search and self-play.
+    pub fn push_unchecked(&mut self, mv: Move) -> Outcome {
+        debug_assert!(!self.outcome.is_over() && self.legal.contains(&mv));
         let mover = self.pos.turn();
         let capture = self.pos.play_unchecked(mv).is_some();
         self.plies.push(Ply { mv, hash: self.pos.hash() });
@@ -345,8 +363,9 @@ impl Game {
         } else if self.pos.is_check() {
             self.checks_since_anchor[mover.index()] += 1;
         }
+        self.pos.legal_moves_into(&mut self.legal);
         self.outcome = self.judge();
-        Ok(self.outcome)
+        self.outcome
     }
 
     /// Parses a coordinate move (`h2e2`) and plays it.
@@ -362,7 +381,7 @@ impl Game {
     /// Adjudicates the current position.
     fn judge(&self) -> Outcome {
         let pos = &self.pos;
-        if !pos.has_legal_moves() {
+        if self.legal.is_empty() {
             let (reason, article) =
                 if pos.is_check() { (Reason::Checkmate, "4.1.1") } else { (Reason::Stalemate, "4.1.2") };
             return Outcome::Win { winner: !pos.turn(), verdict: self.verdict(reason, article) };
