@@ -221,3 +221,27 @@ fn article_25_3_one_check_one_chase_is_forbidden() {
     assert_win(&game, Color::Black, Reason::MixedForbidden, "25.3");
     assert_draw(&play(fen, Ruleset::Simple, moves), Reason::AllowedRepetition, "25.2");
 }
+
+#[test]
+fn article_25_3_perpetual_mate_threat_loses() {
+    // The black king cannot step onto the e-file (the kings would face), so the rook on i5 or i6
+    // always threatens Rf5/Rf6 mate; Black's horse shuttles.
+    let game = play("5k3/9/9/9/n7R/9/9/9/9/3AKA3 b - - 0 1", Ruleset::Chinese2011, HORSE_CHASE_MOVES);
+    assert_win(&game, Color::Black, Reason::PerpetualMateThreat, "25.3");
+    assert_draw(
+        &play("5k3/9/9/9/n7R/9/9/9/9/3AKA3 b - - 0 1", Ruleset::Simple, HORSE_CHASE_MOVES),
+        Reason::AllowedRepetition,
+        "25.2",
+    );
+}
+
+#[test]
+fn article_26_9_chase_of_an_unprotected_piece_against_chase_of_a_rook_is_a_draw() {
+    // As in the 2011 text's figure 3 (长捉无根子 against 长捉车, 双方不变作和). Red's cannon goes
+    // c3-d3, attacking Black's unprotected cannon on d0 over the horse, and back, uncovering the
+    // rook on d8 against it. Black's horse goes d2-c0, letting its cannon hit the rook over the red
+    // cannon, and back, becoming the cannon's screen itself.
+    let fen = "9/3R5/5k3/9/9/9/2C6/3nK4/9/3c5 w - - 0 1";
+    let moves = "c3d3 d2c0 d3c3 c0d2 c3d3 d2c0 d3c3 c0d2";
+    assert_draw(&play(fen, Ruleset::Chinese2011, moves), Reason::AllowedRepetition, "26.9");
+}
