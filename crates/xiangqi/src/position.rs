@@ -374,7 +374,7 @@ impl Position {
             self.halfmove_clock = 0;
         } else {
             self.occ_t ^= 1 << attacks::TRANSPOSED[to];
-            self.halfmove_clock += 1;
+            self.halfmove_clock = self.halfmove_clock.saturating_add(1);
         }
         self.occ_t ^= 1 << attacks::TRANSPOSED[from];
         self.by_color[piece.color.index()] ^= from_bit | to_bit;
@@ -384,7 +384,7 @@ impl Position {
         let keys = &zobrist::PIECE_SQUARE[code as usize - 1];
         self.hash ^= keys[from] ^ keys[to] ^ zobrist::BLACK_TO_MOVE;
         if self.turn == Color::Black {
-            self.fullmoves += 1;
+            self.fullmoves = self.fullmoves.saturating_add(1);
         }
         self.turn = !self.turn;
         captured

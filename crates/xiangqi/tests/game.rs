@@ -245,3 +245,13 @@ fn article_26_9_chase_of_an_unprotected_piece_against_chase_of_a_rook_is_a_draw(
     let moves = "c3d3 d2c0 d3c3 c0d2 c3d3 d2c0 d3c3 c0d2";
     assert_draw(&play(fen, Ruleset::Chinese2011, moves), Reason::AllowedRepetition, "26.9");
 }
+
+#[test]
+fn article_24_a_move_that_wins_a_rook_through_a_check_next_is_a_chase() {
+    // The horse goes to b6; next Nc8+ forks the king on e9 and the rook on a7.
+    let pos = Position::from_fen("4k4/9/r8/9/3N5/9/9/9/9/3K5 w - - 0 1").unwrap();
+    let natures = xiangqi::game::classify_move(&pos, "d5b6".parse().unwrap());
+    assert_eq!(natures.heaviest(), xiangqi::game::MoveNature::Chase);
+    let a7: Move = "a7a7".parse().unwrap();
+    assert!(natures.chased_rooks.contains(a7.from()));
+}

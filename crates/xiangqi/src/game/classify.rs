@@ -87,6 +87,48 @@ fn gainful_captures(pos: &Position) -> Vec<(Square, Square)> {
         .collect()
 }
 
+/// Enemy pieces the side to move wins through a check (24: "从下一着开始运用将军...得子"): after
+/// the check, whatever the reply, a capture of the piece gains material overall, counting what
+/// the check took and what the reply took back. Looked at one check deep; winning material
+/// with a king or a pawn that way is idle (26.1, 26.8) and not counted.
+fn won_through_check(pos: &Position) -> Bitboard {
+    let us = pos.turn();
+    let mut won = Bitboard::EMPTY;
+    for &check in pos.legal_moves().iter() {
+        let mut after = pos.clone();
+        after.play_unchecked(check);
+        if !after.is_check() {
+            continue;
+        }
+        let taken = value(pos, check.to());
+        let replies = after.legal_moves();
+        // A check without replies is mate: a mate threat, not a chase.
+        let mut common = if replies.is_empty() { Bitboard::EMPTY } else { Bitboard::FULL };
+        for &reply in replies.iter() {
+            let lost = value(&after, reply.to());
+            let mut next = after.clone();
+            next.play_unchecked(reply);
+            let mut here = Bitboard::EMPTY;
+            for &m in next.legal_moves().iter() {
+                let attacker = next.piece_at(m.from()).map(|p| p.kind);
+                let target = next.piece_at(m.to());
+                if target.is_some_and(|t| t.color != us && t.kind != PieceKind::King)
+                    && !matches!(attacker, Some(PieceKind::King | PieceKind::Pawn))
+                    && taken - lost + capture_gain(&next, m) > 0
+                {
+                    here |= Bitboard::from_square(m.to());
+                }
+            }
+            common &= here;
+            if common.is_empty() {
+                break;
+            }
+        }
+        won |= common;
+    }
+    won
+}
+
 /// Whether the side to move can mate with a check, or with a check answered by any reply and
 /// then a mating check (the "series of checks" of 24, looked at two checks deep).
 fn mates_by_checks(pos: &Position, checks_left: u32) -> bool {
@@ -112,7 +154,7 @@ fn mates_by_checks(pos: &Position, checks_left: u32) -> bool {
 /// Classifies `mv`, a legal move in `before`, by article 24 and the general rules of 26.
 ///
 /// A chase is a capture with gain that the move creates: by the moved piece, or by another piece
-/// it uncovers or joins (24, 26.2). Captures that were already possible before the move, by the
+/// it uncovers or joins (24, 26.2), or through a check that wins the piece whatever the reply. Captures that were already possible before the move, by the
 /// same piece, do not count (the rook that still attacks the same advisor after sliding is
 /// idle). Chases by the king or a pawn are allowed (26.1) and left out, unless they are the
 /// other pieces' chases that the king's or pawn's move uncovered (26.2). A king move that answers
@@ -160,6 +202,9 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
             natures.chased_unprotected |= bit;
         }
     }
+    let through_check = won_through_check(&threats) & !won_through_check(before);
+    natures.chased |= through_check;
+    natures.chased_rooks |= through_check & threats.piece_bb(crate::types::Piece::new(!mover, PieceKind::Rook));
     natures
 }
 

@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests: seeded random games.
 #![allow(dead_code)] // each test binary uses a different subset
 
+pub mod naive;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use xiangqi::{Move, Position};
