@@ -9,7 +9,7 @@
 //! let mut pos = Position::startpos();
 //! pos.play("h2e2".parse()?)?;            // 炮二平五
 //! assert_eq!(pos.turn(), xiangqi::Color::Black);
-//! assert_eq!(perft(&pos, 1), 44);
+//! assert_eq!(perft(&pos, 1), 45); // the h7 cannon now reaches h1
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
