@@ -8,6 +8,7 @@
 //! generator emit whole target sets at once; in check, every move is tested.
 
 use crate::attacks;
+use crate::bitboard::Bitboard;
 use crate::position::Position;
 use crate::types::{Color, Move, PieceKind, Square};
 
@@ -185,6 +186,13 @@ impl Position {
         } else {
             self.safe_after(self.king(us).index(), from, to)
         }
+    }
+
+    /// Points the piece on `from` could move to if its king's safety did not matter.
+    pub(crate) fn pseudo_attacks(&self, from: Square) -> Bitboard {
+        let Some(piece) = self.piece_at(from) else { return Bitboard::EMPTY };
+        let targets = self.pseudo_targets(piece.kind, from.index(), piece.color, self.occupied());
+        Bitboard(targets & !self.by_color[piece.color.index()])
     }
 
     /// Destinations of a piece of `kind` and colour `us` on `s`, own pieces not yet removed.

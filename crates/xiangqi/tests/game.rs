@@ -255,3 +255,17 @@ fn article_24_a_move_that_wins_a_rook_through_a_check_next_is_a_chase() {
     let a7: Move = "a7a7".parse().unwrap();
     assert!(natures.chased_rooks.contains(a7.from()));
 }
+
+#[test]
+fn article_26_3_answering_check_chases_only_what_the_answer_newly_attacks() {
+    // The black cannon checks from e5; Red blocks with the cannon b2-e2, which now attacks the
+    // checker over the pawn on e3: a new chase (26.3, second half). Red's other captures (the
+    // rook on a7, the cannon on h9...) were illegal while in check, but the attacks were there
+    // all along, so they are not new.
+    let mut pos = Position::from_fen("1nbCk3r/4a4/rc2b4/p1p1p1p2/7cp/9/P1P1P1P1P/BC7/8R/RN1AKABN1 b - - 0 7").unwrap();
+    pos.play("h5e5".parse().unwrap()).unwrap();
+    assert!(pos.is_check());
+    let natures = xiangqi::game::classify_move(&pos, "b2e2".parse().unwrap());
+    let e5: Move = "e5e5".parse().unwrap();
+    assert_eq!(natures.chased, xiangqi::Bitboard::from_square(e5.from()), "{natures:?}");
+}

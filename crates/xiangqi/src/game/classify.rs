@@ -126,7 +126,8 @@ fn won_through_check(pos: &Position) -> Bitboard {
         }
         won |= common;
     }
-    won
+    // Only pieces standing now: a square that a reply would fill is no piece being chased.
+    won & pos.color_bb(!us)
 }
 
 /// Whether the side to move can mate with a check, or with a check answered by any reply and
@@ -188,9 +189,18 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
 
     let old: Vec<(Square, Square)> =
         gainful_captures(before).into_iter().map(|(a, t)| (if a == mv.from() { mv.to() } else { a }, t)).collect();
+    // In check, captures that did not answer the check were illegal but the attacks were there:
+    // answering the check does not make them new (26.3 counts only new chases).
+    let attacked_before = |attacker: Square, target: Square| {
+        let origin = if attacker == mv.to() { mv.from() } else { attacker };
+        before.is_check() && before.pseudo_attacks(origin).contains(target)
+    };
     for (attacker, target) in gainful_captures(&threats) {
         let kind = threats.piece_at(attacker).map(|p| p.kind);
-        if matches!(kind, Some(PieceKind::King | PieceKind::Pawn)) || old.contains(&(attacker, target)) {
+        if matches!(kind, Some(PieceKind::King | PieceKind::Pawn))
+            || old.contains(&(attacker, target))
+            || attacked_before(attacker, target)
+        {
             continue;
         }
         let bit = Bitboard::from_square(target);
