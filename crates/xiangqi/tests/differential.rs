@@ -1,26 +1,34 @@
-//! Differential test against pyffish (Fairy-Stockfish's Python binding), an independent
-//! implementation of the rules. Over thousands of seeded random games:
-//! - at every distinct position, our legal move set must equal pyffish's;
-//! - for every move played, pyffish's "gives check" must match our in-check flag of the next
-//!   position;
-//! - replaying each whole game in pyffish must end in our final position.
+//! Differential test against Fairy-Stockfish, an independent implementation of the rules (Debian's
+//! `fairy-stockfish` 11.1 binary; the same engine as PyPI's pyffish). Over thousands of seeded
+//! random games:
+//! - at every distinct position, our legal move set must equal the engine's (`go perft 1`);
+//! - for every move played, the engine's check status after it (the `Checkers:` line of `d`)
+//!   must match our in-check flag of the next position;
+//! - replaying each whole game in the engine must end in our final position (the `Fen:` line of
+//!   `d`).
 //!
-//! All requests go to one temp file and one Python process (`tests/pyffish_legal.py`, which
-//! spreads them over worker processes); the comparison happens here. The Python interpreter is
-//! `$XQZ_PYTHON` (`scripts/test` sets it), else `<repo>/.venv/bin/python` (made by
-//! `scripts/python-env`).
+//! One engine process is driven over UCI through pipes (`uci`, `setoption name UCI_Variant value
+//! xiangqi`, then `position fen ...` with `d` or `go perft 1` per request), fully pipelined: a
+//! thread writes every command while this one reads the answers, so there is no round trip per
+//! position. `go` runs on the engine's search thread, so the output of a later `d` could land in
+//! the middle of a perft's move lines; all `d` requests are therefore sent before the first `go`
+//! (each `go` waits for the previous search, so the perft answers come out in order). The
+//! comparison happens here. The engine is `$XQZ_FAIRY_STOCKFISH` (`scripts/test` sets it from
+//! `scripts/ensure-fairy-stockfish`, which installs Debian's package if needed), else
+//! `fairy-stockfish` on `PATH`, else `/usr/games/fairy-stockfish`.
 //!
-//! Cost: pyffish re-initialises its piece tables on every call (a few ms each), so the 2000
-//! games (~141,000 distinct positions) take about 7 CPU-minutes in Python, spread over
-//! `$XQZ_PYFFISH_JOBS` worker processes (default: one per CPU). `$XQZ_DIFF_GAMES` overrides the
-//! number of games for quick runs (200 games: ~13,000 positions).
+//! Cost: the 2000 games (~141,000 distinct positions, as many distinct moves) take 30-35 s on
+//! 2 CPUs, nearly all of it inside the engine (~0.2 ms a `go perft 1`, mostly its output).
+//! `$XQZ_DIFF_GAMES` overrides the number of games for quick runs (200 games: ~13,000 positions).
 
 mod common;
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::io::{BufRead, BufReader, Write as _};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::thread::JoinHandle;
 use std::time::Instant;
 
 const SEED: u64 = 0x5851_5A30_D1FF;
@@ -28,26 +36,29 @@ const GAMES: usize = 2000;
 const MAX_PLIES: usize = 150;
 /// How many disagreements of each kind are printed in full.
 const SHOWN: usize = 10;
+const DEFAULT_ENGINE: &str = "/usr/games/fairy-stockfish";
+const HOW_TO_INSTALL: &str = "run scripts/ensure-fairy-stockfish (installs Debian's fairy-stockfish package) or \
+                              scripts/test (sets XQZ_FAIRY_STOCKFISH)";
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The Python with pyffish: `$XQZ_PYTHON`, else the project venv.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("XQZ_PYTHON").filter(|p| !p.is_empty()) {
+/// The Fairy-Stockfish binary: `$XQZ_FAIRY_STOCKFISH`, else `fairy-stockfish` on `PATH`, else
+/// Debian's `/usr/games/fairy-stockfish`.
+fn engine_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("XQZ_FAIRY_STOCKFISH").filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
-        assert!(p.exists(), "XQZ_PYTHON={} does not exist; run scripts/python-env or scripts/test", p.display());
+        assert!(p.is_file(), "XQZ_FAIRY_STOCKFISH={} does not exist; {HOW_TO_INSTALL}", p.display());
         return p;
     }
-    let venv = repo_root().join(".venv/bin/python");
-    assert!(
-        venv.exists(),
-        "no Python with pyffish: XQZ_PYTHON is unset and {} does not exist; run scripts/python-env \
-         (creates the venv) or scripts/test (sets XQZ_PYTHON)",
-        venv.display()
-    );
-    venv
+    let on_path = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
+        .map(|dir| dir.join("fairy-stockfish"))
+        .find(|p| p.is_file());
+    on_path.or_else(|| Some(PathBuf::from(DEFAULT_ENGINE)).filter(|p| p.is_file())).unwrap_or_else(|| {
+        panic!(
+            "fairy-stockfish not found: XQZ_FAIRY_STOCKFISH is unset, there is none on PATH and no \
+             {DEFAULT_ENGINE}; {HOW_TO_INSTALL}"
+        )
+    })
 }
 
 fn games_count() -> usize {
@@ -57,15 +68,15 @@ fn games_count() -> usize {
     }
 }
 
-/// Our coordinate move (`h2e2`, ranks 0-9) in pyffish's coordinates (ranks 1-10).
-fn to_ffish(mv: &str) -> String {
+/// Our coordinate move (`h2e2`, ranks 0-9) in Fairy-Stockfish's coordinates (ranks 1-10).
+fn to_fsf(mv: &str) -> String {
     let b = mv.as_bytes();
     assert_eq!(b.len(), 4, "unexpected move text {mv:?}");
     format!("{}{}{}{}", b[0] as char, b[1] - b'0' + 1, b[2] as char, b[3] - b'0' + 1)
 }
 
-/// A pyffish move (`h3e3`, `a10a9`) in our coordinates, or `None` if it does not parse.
-fn from_ffish(mv: &str) -> Option<String> {
+/// A Fairy-Stockfish move (`h3e3`, `a10a9`) in our coordinates, or `None` if it does not parse.
+fn from_fsf(mv: &str) -> Option<String> {
     fn square(s: &str) -> Option<(String, &str)> {
         let file = s.chars().next().filter(|c| ('a'..='i').contains(c))?;
         let rest = &s[1..];
@@ -89,93 +100,208 @@ struct Sample {
     ours: BTreeSet<String>,
 }
 
-/// A game as pyffish sees it: the start FEN, the moves (ours and in pyffish's coordinates), and
-/// per position our FEN and check flag.
+/// A distinct (position, move) pair of the games: asks the engine for the position after the
+/// move and whether it is check.
+struct MoveCase {
+    /// Where the move is played (our FEN).
+    fen: String,
+    /// The move, ours.
+    mv: String,
+    /// Our position after the move, and whether it is check.
+    next: String,
+    check: bool,
+    /// The first game and ply (1-based) that play it.
+    game: usize,
+    ply: usize,
+}
+
+/// A game as the engine replays it: the start FEN, the moves in its coordinates, our final FEN.
 struct GameCase {
     index: usize,
     start: String,
-    moves: Vec<String>,
-    ffish_moves: Vec<String>,
-    fens: Vec<String>,
-    checks: Vec<bool>,
+    fsf_moves: Vec<String>,
+    end: String,
+    /// Per move, its index in the `MoveCase` list.
+    move_cases: Vec<usize>,
 }
 
-/// Runs the Python helper on `input`; returns its header and answer lines.
-fn ask_pyffish(input: &str) -> (String, Vec<String>, f64) {
-    let python = python();
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("pyffish-input-{}.tsv", std::process::id()));
-    std::fs::write(&tmp, input).unwrap_or_else(|e| panic!("cannot write {}: {e}", tmp.display()));
-    let script = repo_root().join("tests/pyffish_legal.py");
-    let started = Instant::now();
-    let output = Command::new(&python)
-        .arg(&script)
-        .arg(&tmp)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {} {}: {e}", python.display(), script.display()));
-    let secs = started.elapsed().as_secs_f64();
-    assert!(
-        output.status.success(),
-        "{} {} {} failed ({}); stderr:\n{}\n(if pyffish is missing, run scripts/python-env or scripts/test)",
-        python.display(),
-        script.display(),
-        tmp.display(),
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let _ = std::fs::remove_file(&tmp);
-    let stdout = String::from_utf8(output.stdout).expect("pyffish output is UTF-8");
-    let mut lines = stdout.lines().map(str::to_string);
-    let header = lines.next().unwrap_or_default();
-    (header, lines.collect(), secs)
+/// A Fairy-Stockfish process fed a whole request script by a writer thread while this thread
+/// reads its answers.
+struct Engine {
+    path: PathBuf,
+    child: Child,
+    writer: Option<JoinHandle<(ChildStdin, std::io::Result<()>)>>,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+    /// Name from `id name`.
+    name: String,
+}
+
+impl Engine {
+    /// Starts the engine in xiangqi mode and sends it `requests` (UCI commands, one a line).
+    fn start(requests: String) -> Engine {
+        let path = engine_path();
+        let mut child = Command::new(&path)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}; {HOW_TO_INSTALL}", path.display()));
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let stdout = BufReader::with_capacity(1 << 16, child.stdout.take().expect("piped stdout"));
+        let writer = std::thread::spawn(move || {
+            let script = format!("uci\nsetoption name UCI_Variant value xiangqi\n{requests}");
+            let result = stdin.write_all(script.as_bytes()).and_then(|()| stdin.flush());
+            (stdin, result)
+        });
+        let mut engine = Engine { path, child, writer: Some(writer), stdout, line: String::new(), name: String::new() };
+        let mut name = String::from("fairy-stockfish");
+        loop {
+            let line = engine.next_line("waiting for uciok");
+            if line == "uciok" {
+                break;
+            }
+            if let Some(n) = line.strip_prefix("id name ") {
+                name = n.to_string();
+            }
+        }
+        engine.name = name;
+        engine
+    }
+
+    /// The next output line, without its line end; panics if the output ends.
+    fn next_line(&mut self, doing: &str) -> &str {
+        self.line.clear();
+        let n = self
+            .stdout
+            .read_line(&mut self.line)
+            .unwrap_or_else(|e| panic!("cannot read from {}: {e}", self.path.display()));
+        if n == 0 {
+            let status = self.child.wait().map(|s| s.to_string()).unwrap_or_else(|e| e.to_string());
+            panic!("{} ended its output ({status}) while {doing}", self.path.display());
+        }
+        self.line.trim_end_matches(['\n', '\r'])
+    }
+
+    /// Reads the answer to `d`: the engine's FEN and whether the side to move is in check.
+    fn read_board(&mut self, doing: &str) -> Result<(String, bool), String> {
+        let mut fen = None;
+        loop {
+            let line = self.next_line(doing);
+            if let Some(f) = line.strip_prefix("Fen: ") {
+                fen = Some(f.to_string());
+            } else if let Some(checkers) = line.strip_prefix("Checkers:") {
+                let in_check = !checkers.trim().is_empty();
+                return fen.map(|f| (f, in_check)).ok_or_else(|| "no Fen: line before Checkers:".to_string());
+            }
+        }
+    }
+
+    /// Reads the answer to `go perft 1`: the legal moves (ours); `Err` if the answer is malformed.
+    fn read_perft(&mut self, doing: &str) -> Result<BTreeSet<String>, String> {
+        let mut moves = BTreeSet::new();
+        let mut errors = Vec::new();
+        loop {
+            let line = self.next_line(doing);
+            if let Some(nodes) = line.strip_prefix("Nodes searched:") {
+                let nodes = nodes.trim();
+                if nodes.parse::<usize>().ok() != Some(moves.len()) {
+                    errors.push(format!("{} moves listed but {line:?}", moves.len()));
+                }
+                break;
+            }
+            match line.split_once(": ") {
+                Some((mv, "1")) => match from_fsf(mv) {
+                    Some(m) => _ = moves.insert(m),
+                    None => errors.push(format!("unparsable move in {line:?}")),
+                },
+                _ if line.trim().is_empty() => {}
+                _ => errors.push(format!("unexpected line {line:?}")),
+            }
+        }
+        if errors.is_empty() { Ok(moves) } else { Err(errors.join("; ")) }
+    }
+
+    /// Ends the engine once every answer has been read.
+    fn finish(mut self) {
+        let (mut stdin, written) = self.writer.take().expect("writer").join().expect("writer thread");
+        written.unwrap_or_else(|e| panic!("cannot write to {}: {e}", self.path.display()));
+        let _ = stdin.write_all(b"quit\n");
+        drop(stdin);
+        let status = self.child.wait().unwrap_or_else(|e| panic!("cannot wait for {}: {e}", self.path.display()));
+        assert!(status.success(), "{} exited with {status}", self.path.display());
+    }
 }
 
 #[test]
-fn legal_moves_agree_with_pyffish() {
+fn legal_moves_agree_with_fairy_stockfish() {
     let started = Instant::now();
     let games = common::random_games(SEED, games_count(), MAX_PLIES);
 
     let mut seen = HashSet::new();
     let mut samples = Vec::new();
+    let mut move_ids: HashMap<(String, String), usize> = HashMap::new();
+    let mut move_cases = Vec::new();
     let mut cases = Vec::new();
     let mut total = 0usize;
     for (index, game) in games.iter().enumerate() {
         let positions = game.positions();
         total += positions.len();
-        for (pos, _) in &positions {
-            let fen = pos.to_string();
+        let fens: Vec<String> = positions.iter().map(|(p, _)| p.to_string()).collect();
+        for ((pos, _), fen) in positions.iter().zip(&fens) {
             if seen.insert(fen.clone()) {
                 let ours = pos.legal_moves().iter().map(|m| m.to_string()).collect();
-                samples.push(Sample { fen, ours });
+                samples.push(Sample { fen: fen.clone(), ours });
             }
+        }
+        let moves: Vec<String> = game.moves.iter().map(|m| m.to_string()).collect();
+        let mut ids = Vec::with_capacity(moves.len());
+        for (ply, mv) in moves.iter().enumerate() {
+            let id = *move_ids.entry((fens[ply].clone(), mv.clone())).or_insert_with(|| {
+                move_cases.push(MoveCase {
+                    fen: fens[ply].clone(),
+                    mv: mv.clone(),
+                    next: fens[ply + 1].clone(),
+                    check: positions[ply + 1].0.is_check(),
+                    game: index,
+                    ply: ply + 1,
+                });
+                move_cases.len() - 1
+            });
+            ids.push(id);
         }
         cases.push(GameCase {
             index,
-            start: game.start.to_string(),
-            moves: game.moves.iter().map(|m| m.to_string()).collect(),
-            ffish_moves: game.moves.iter().map(|m| to_ffish(&m.to_string())).collect(),
-            fens: positions.iter().map(|(p, _)| p.to_string()).collect(),
-            checks: positions.iter().map(|(p, _)| p.is_check()).collect(),
+            start: fens[0].clone(),
+            fsf_moves: moves.iter().map(|m| to_fsf(m)).collect(),
+            end: fens.last().expect("a game has a position").clone(),
+            move_cases: ids,
         });
     }
+    drop(move_ids);
 
-    // One input file, one Python process: positions first, then games.
-    let mut input = String::new();
-    for s in &samples {
-        let ours = s.ours.iter().map(String::as_str).collect::<Vec<_>>().join(" ");
-        let _ = writeln!(input, "P\t{}\t{ours}", s.fen);
+    // One script for one engine: every `d` (moves, then games) before the first `go`.
+    let mut requests = String::new();
+    for c in &move_cases {
+        let _ = writeln!(requests, "position fen {} moves {}\nd", c.fen, to_fsf(&c.mv));
     }
     for g in &cases {
-        let _ = writeln!(input, "G\t{}\t{}", g.start, g.ffish_moves.join(" "));
+        let _ = writeln!(requests, "position fen {} moves {}\nd", g.start, g.fsf_moves.join(" "));
     }
-    let (header, answers, py_secs) = ask_pyffish(&input);
-    assert_eq!(
-        answers.len(),
-        samples.len() + cases.len(),
-        "pyffish answered {} lines for {} requests",
-        answers.len(),
-        samples.len() + cases.len()
-    );
-    let (position_answers, game_answers) = answers.split_at(samples.len());
+    for s in &samples {
+        let _ = writeln!(requests, "position fen {}\ngo perft 1", s.fen);
+    }
+    let engine_started = Instant::now();
+    let mut engine = Engine::start(requests);
+    let move_answers: Vec<_> =
+        move_cases.iter().map(|c| engine.read_board(&format!("reading `d` after {} from {}", c.mv, c.fen))).collect();
+    let game_answers: Vec<_> =
+        cases.iter().map(|g| engine.read_board(&format!("reading `d` at the end of game {}", g.index))).collect();
+    let perft_answers: Vec<_> =
+        samples.iter().map(|s| engine.read_perft(&format!("reading `go perft 1` of {}", s.fen))).collect();
+    let engine_secs = engine_started.elapsed().as_secs_f64();
+    let header = format!("{} ({})", engine.name, engine.path.display());
+    engine.finish();
 
     let mut move_mismatches = Vec::new();
     let mut check_mismatches = Vec::new();
@@ -183,63 +309,72 @@ fn legal_moves_agree_with_pyffish() {
     let mut refused = Vec::new();
     let mut compared = 0usize;
     let mut terminal = 0usize;
-    for (s, answer) in samples.iter().zip(position_answers) {
-        let Some(list) = answer.strip_prefix("ok\t") else {
-            refused.push(format!("{}: pyffish says {answer:?}", s.fen));
-            continue;
+    for (s, answer) in samples.iter().zip(perft_answers) {
+        let theirs = match answer {
+            Ok(theirs) => theirs,
+            Err(e) => {
+                refused.push(format!("{}: go perft 1: {e}", s.fen));
+                continue;
+            }
         };
         compared += 1;
-        let theirs: BTreeSet<String> = list
-            .split_whitespace()
-            .map(|m| from_ffish(m).unwrap_or_else(|| panic!("unparsable pyffish move {m:?} in {}", s.fen)))
-            .collect();
         if s.ours.is_empty() {
             terminal += 1;
         }
         if theirs != s.ours {
             let only_ours: Vec<&str> = s.ours.difference(&theirs).map(String::as_str).collect();
             let only_theirs: Vec<&str> = theirs.difference(&s.ours).map(String::as_str).collect();
-            move_mismatches.push(format!("{}\n    only ours: {only_ours:?}\n    only pyffish: {only_theirs:?}", s.fen));
+            move_mismatches
+                .push(format!("{}\n    only ours: {only_ours:?}\n    only fairy-stockfish: {only_theirs:?}", s.fen));
         }
     }
 
-    let mut checks_compared = 0usize;
+    // In-check after each distinct (position, move); valid only where the engine reached our next
+    // position (it silently stops at a move it rejects).
+    let mut checked = vec![None; move_cases.len()];
+    let mut checks_in_games = 0usize;
     let mut in_check = 0usize;
-    for (g, answer) in cases.iter().zip(game_answers) {
-        let fields: Vec<&str> = answer.split('\t').collect();
-        if fields[0] != "game" || fields.len() != 3 {
-            refused.push(format!("game {} from {}: pyffish says {answer:?}", g.index, g.start));
-            continue;
-        }
-        let flags: Vec<bool> = fields[1].split_whitespace().map(|f| f == "1").collect();
-        if flags.len() != g.moves.len() {
-            refused.push(format!("game {}: {} check flags for {} moves", g.index, flags.len(), g.moves.len()));
-            continue;
-        }
-        for (ply, &theirs) in flags.iter().enumerate() {
-            checks_compared += 1;
-            in_check += usize::from(theirs);
-            let ours = g.checks[ply + 1];
-            if ours != theirs {
-                check_mismatches.push(format!(
-                    "{} after {}: in check: ours {ours}, pyffish {theirs} (game {}, ply {})",
-                    g.fens[ply],
-                    g.moves[ply],
-                    g.index,
-                    ply + 1
-                ));
+    for ((c, answer), slot) in move_cases.iter().zip(move_answers).zip(&mut checked) {
+        let (fen, theirs) = match answer {
+            Ok(a) => a,
+            Err(e) => {
+                refused.push(format!("{} after {}: d: {e} (game {}, ply {})", c.fen, c.mv, c.game, c.ply));
+                continue;
             }
+        };
+        if fen_core(&fen) != fen_core(&c.next) {
+            refused.push(format!(
+                "{} after {}: fairy-stockfish reached {fen}, ours {} (game {}, ply {})",
+                c.fen, c.mv, c.next, c.game, c.ply
+            ));
+            continue;
         }
-        let ours_end = g.fens.last().expect("a game has a position");
-        if fen_core(ours_end) != fen_core(fields[2]) {
-            end_mismatches.push(format!("game {}: ours ends in {ours_end}, pyffish in {}", g.index, fields[2]));
+        *slot = Some(theirs);
+        in_check += usize::from(theirs);
+        if c.check != theirs {
+            check_mismatches.push(format!(
+                "{} after {}: in check: ours {}, fairy-stockfish {theirs} (game {}, ply {})",
+                c.fen, c.mv, c.check, c.game, c.ply
+            ));
+        }
+    }
+    let checks_compared = checked.iter().flatten().count();
+    for (g, answer) in cases.iter().zip(game_answers) {
+        checks_in_games += g.move_cases.iter().filter(|&&id| checked[id].is_some()).count();
+        match answer {
+            Ok((fen, _)) if fen_core(&fen) == fen_core(&g.end) => {}
+            Ok((fen, _)) => {
+                end_mismatches.push(format!("game {}: ours ends in {}, fairy-stockfish in {fen}", g.index, g.end))
+            }
+            Err(e) => refused.push(format!("game {} from {}: d: {e}", g.index, g.start)),
         }
     }
 
     println!(
         "differential vs {header}: {} games, {total} positions ({} distinct); legal move sets compared at \
-         {compared} ({terminal} without legal moves); in-check compared after {checks_compared} moves \
-         ({in_check} checks); {} refused; {:.1} s in all, {py_secs:.1} s in Python",
+         {compared} ({terminal} without legal moves); in-check compared after {checks_in_games} moves \
+         ({checks_compared} distinct, {in_check} of them giving check); {} refused; {:.1} s in all, \
+         {engine_secs:.1} s from starting fairy-stockfish to its last answer",
         cases.len(),
         samples.len(),
         refused.len(),
@@ -250,7 +385,7 @@ fn legal_moves_agree_with_pyffish() {
         ("legal move set mismatches", &move_mismatches),
         ("in-check mismatches", &check_mismatches),
         ("final position mismatches", &end_mismatches),
-        ("requests pyffish refused or failed", &refused),
+        ("requests fairy-stockfish refused or failed", &refused),
     ] {
         if !list.is_empty() {
             let _ = writeln!(report, "{} {what}; the first {}:", list.len(), list.len().min(SHOWN));
@@ -259,17 +394,17 @@ fn legal_moves_agree_with_pyffish() {
             }
         }
     }
-    assert!(report.is_empty(), "disagreement with pyffish:\n{report}");
+    assert!(report.is_empty(), "disagreement with fairy-stockfish:\n{report}");
     assert_eq!(compared, samples.len());
 }
 
 #[test]
-fn ffish_coordinates_round_trip() {
-    assert_eq!(to_ffish("h2e2"), "h3e3");
-    assert_eq!(to_ffish("a9a8"), "a10a9");
-    assert_eq!(from_ffish("a10a9").as_deref(), Some("a9a8"));
-    assert_eq!(from_ffish("h3e3").as_deref(), Some("h2e2"));
-    assert_eq!(from_ffish("j1a1"), None);
-    assert_eq!(from_ffish("a11a1"), None);
-    assert_eq!(from_ffish("a1a2x"), None);
+fn fsf_coordinates_round_trip() {
+    assert_eq!(to_fsf("h2e2"), "h3e3");
+    assert_eq!(to_fsf("a9a8"), "a10a9");
+    assert_eq!(from_fsf("a10a9").as_deref(), Some("a9a8"));
+    assert_eq!(from_fsf("h3e3").as_deref(), Some("h2e2"));
+    assert_eq!(from_fsf("j1a1"), None);
+    assert_eq!(from_fsf("a11a1"), None);
+    assert_eq!(from_fsf("a1a2x"), None);
 }
