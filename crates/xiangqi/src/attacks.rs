@@ -179,46 +179,39 @@ pub(crate) static HORSE_ATTACKERS: [[(u128, u128); 4]; 90] = {
 /// Horse moves from `s` given the occupancy.
 #[inline(always)]
 pub(crate) fn horse(s: usize, occ: u128) -> u128 {
-    let m = &HORSE_MOVES[s];
-    let mut a = 0;
-    let mut d = 0;
-    while d < 4 {
-        if occ & m[d].0 == 0 {
-            a |= m[d].1;
-        }
-        d += 1;
-    }
-    a
+    gated(&HORSE_MOVES[s], occ)
 }
 
 /// Squares from which a horse would attack `s` given the occupancy.
 #[inline(always)]
 pub(crate) fn horse_attackers(s: usize, occ: u128) -> u128 {
-    let m = &HORSE_ATTACKERS[s];
-    let mut a = 0;
-    let mut d = 0;
-    while d < 4 {
-        if occ & m[d].0 == 0 {
-            a |= m[d].1;
+    gated(&HORSE_ATTACKERS[s], occ)
+}
+
+/// The union of the target sets whose gate point (horse leg, elephant eye) is empty.
+#[inline(always)]
+fn gated(pairs: &[(u128, u128); 4], occ: u128) -> u128 {
+    let mut acc = 0;
+    for &(gate, targets) in pairs {
+        if occ & gate == 0 {
+            acc |= targets;
         }
-        d += 1;
     }
-    a
+    acc
 }
 
 const fn in_palace(f: i32, r: i32) -> bool {
     f >= 3 && f <= 5 && (r <= 2 || r >= 7) && r >= 0 && r <= 9
 }
 
-/// King steps from each palace square (empty elsewhere).
-pub(crate) static KING_MOVES: [u128; 90] = {
+/// One-step moves in `dirs` from each palace square that stay in the same palace.
+const fn palace_steps(dirs: [(i32, i32); 4]) -> [u128; 90] {
     let mut t = [0u128; 90];
     let mut s = 0;
     while s < 90 {
         let f = (s % 9) as i32;
         let r = (s / 9) as i32;
         if in_palace(f, r) {
-            let dirs = [(0, 1), (1, 0), (0, -1), (-1, 0)];
             let mut d = 0;
             while d < 4 {
                 let (nf, nr) = (f + dirs[d].0, r + dirs[d].1);
@@ -231,30 +224,13 @@ pub(crate) static KING_MOVES: [u128; 90] = {
         s += 1;
     }
     t
-};
+}
+
+/// King steps from each palace square (empty elsewhere).
+pub(crate) static KING_MOVES: [u128; 90] = palace_steps([(0, 1), (1, 0), (0, -1), (-1, 0)]);
 
 /// Advisor steps from each palace square (empty elsewhere).
-pub(crate) static ADVISOR_MOVES: [u128; 90] = {
-    let mut t = [0u128; 90];
-    let mut s = 0;
-    while s < 90 {
-        let f = (s % 9) as i32;
-        let r = (s / 9) as i32;
-        if in_palace(f, r) {
-            let dirs = [(1, 1), (1, -1), (-1, -1), (-1, 1)];
-            let mut d = 0;
-            while d < 4 {
-                let (nf, nr) = (f + dirs[d].0, r + dirs[d].1);
-                if in_palace(nf, nr) && (nr <= 2) == (r <= 2) {
-                    t[s] |= bit(nf, nr);
-                }
-                d += 1;
-            }
-        }
-        s += 1;
-    }
-    t
-};
+pub(crate) static ADVISOR_MOVES: [u128; 90] = palace_steps([(1, 1), (1, -1), (-1, -1), (-1, 1)]);
 
 /// For each square, the four (eye, target) pairs of an elephant there; targets never cross the
 /// river. The same table answers "which elephants attack this square", as the moves are symmetric.
@@ -281,16 +257,7 @@ pub(crate) static ELEPHANT_MOVES: [[(u128, u128); 4]; 90] = {
 /// Elephant moves from `s` given the occupancy.
 #[inline(always)]
 pub(crate) fn elephant(s: usize, occ: u128) -> u128 {
-    let m = &ELEPHANT_MOVES[s];
-    let mut a = 0;
-    let mut d = 0;
-    while d < 4 {
-        if occ & m[d].0 == 0 {
-            a |= m[d].1;
-        }
-        d += 1;
-    }
-    a
+    gated(&ELEPHANT_MOVES[s], occ)
 }
 
 /// `[color][square]`: pawn moves (forward; sideways once across the river).
