@@ -2,7 +2,7 @@
 //! numbers refer to the Chinese Xiangqi Association's 2011 competition rules.
 
 use xiangqi::Position;
-use xiangqi::game::{Game, GameConfig, GameError, Outcome, Reason, Ruleset};
+use xiangqi::game::{Game, GameConfig, GameError, Outcome, Reason, Ruleset, axf_chased};
 use xiangqi::{Color, Move};
 
 fn play(fen: &str, ruleset: Ruleset, moves: &str) -> Game {
@@ -268,4 +268,45 @@ fn article_26_3_answering_check_chases_only_what_the_answer_newly_attacks() {
     let natures = xiangqi::game::classify_move(&pos, "b2e2".parse().unwrap());
     let e5: Move = "e5e5".parse().unwrap();
     assert_eq!(natures.chased, xiangqi::Bitboard::from_square(e5.from()), "{natures:?}");
+}
+
+// WXF rulings, which follow Fairy-Stockfish (checked against it by tests/repetition_wxf.rs).
+
+#[test]
+fn wxf_counts_the_position_right_after_a_capture() {
+    // As in the 23.2 test, but under WXF the position after the capture is an occurrence.
+    let (_, moves) = PERPETUAL_CHECK;
+    let game = play("3k3n1/9/7R1/9/9/9/9/9/9/4K4 w - - 0 1", Ruleset::Wxf, moves);
+    assert_win(&game, Color::Black, Reason::PerpetualCheck, "25.1");
+}
+
+#[test]
+fn wxf_natural_move_limit_comes_before_repetition() {
+    // The third occurrence comes with the 100th ply without capture: a draw, not a perpetual check.
+    let (_, moves) = PERPETUAL_CHECK;
+    let game = play("3k5/9/7R1/9/9/9/9/9/9/4K4 w - - 91 1", Ruleset::Wxf, moves);
+    assert_draw(&game, Reason::NaturalMoveLimit, "natural-move-limit");
+    let game = play("3k5/9/7R1/9/9/9/9/9/9/4K4 w - - 90 1", Ruleset::Wxf, moves);
+    assert_win(&game, Color::Black, Reason::PerpetualCheck, "25.1");
+}
+
+fn axf_chased_after(fen: &str, mv: &str) -> Vec<String> {
+    let pos = Position::from_fen(fen).unwrap();
+    axf_chased(&pos, mv.parse().unwrap()).map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn axf_a_horse_chases_a_rook_even_when_protected() {
+    assert_eq!(axf_chased_after("2r1k4/9/9/2r6/9/9/3N5/9/9/3K5 w - - 0 1", "d3b4"), ["c6"]);
+}
+
+#[test]
+fn axf_a_rook_chases_an_unprotected_horse_but_not_a_rook() {
+    assert_eq!(axf_chased_after("4k4/9/9/9/n8/9/9/9/1R7/3K5 w - - 0 1", "b1b5"), ["a5"]);
+    assert!(axf_chased_after("4k4/9/9/9/r8/9/9/9/1R7/3K5 w - - 0 1", "b1b5").is_empty());
+}
+
+#[test]
+fn axf_a_check_chases_too() {
+    assert_eq!(axf_chased_after("9/n3k4/9/9/9/9/9/9/2R6/3K5 w - - 0 1", "c1c8"), ["a8"]);
 }

@@ -11,6 +11,7 @@
 //! # Ok::<(), xiangqi::game::GameError>(())
 //! ```
 
+mod axf;
 mod classify;
 mod ruling;
 
@@ -23,6 +24,7 @@ use crate::movegen::MoveList;
 use crate::position::Position;
 use crate::types::{Color, Move, PieceKind};
 
+pub use axf::axf_chased;
 pub use classify::{MoveNature, Natures, classify_move};
 
 /// Which set of competition rules adjudicates a game.
@@ -386,12 +388,16 @@ impl Game {
                 if pos.is_check() { (Reason::Checkmate, "4.1.1") } else { (Reason::Stalemate, "4.1.2") };
             return Outcome::Win { winner: !pos.turn(), verdict: self.verdict(reason, article) };
         }
+        // Fairy-Stockfish applies the natural move rule before the repetition rules.
+        let natural_first = self.config.ruleset == Ruleset::Wxf;
+        if natural_first && self.natural_limit_reached() {
+            return self.natural_limit_draw();
+        }
         if let Some(outcome) = self.judge_repetition() {
             return outcome;
         }
-        if self.natural_limit_reached() {
-            let article = if self.config.ruleset == Ruleset::Chinese2011 { "4.2.4" } else { "natural-move-limit" };
-            return Outcome::Draw { verdict: self.verdict(Reason::NaturalMoveLimit, article) };
+        if !natural_first && self.natural_limit_reached() {
+            return self.natural_limit_draw();
         }
         if no_possible_win(pos) {
             return Outcome::Draw { verdict: self.verdict(Reason::NoPossibleWin, "4.2.2") };
@@ -402,19 +408,45 @@ impl Game {
         Outcome::Ongoing
     }
 
+    /// The draw by the natural move limit.
+    fn natural_limit_draw(&self) -> Outcome {
+        let article = if self.config.ruleset == Ruleset::Chinese2011 { "4.2.4" } else { "natural-move-limit" };
+        Outcome::Draw { verdict: self.verdict(Reason::NaturalMoveLimit, article) }
+    }
+
     /// Whether the plies since the last capture reach the natural move limit. Under the 2011
     /// rules at most 10 checks of the side that claims count (22.2); either side may claim, so
-    /// the side with fewer checks decides.
+    /// the side with fewer checks decides. Under WXF checks beyond the tenth of the side that
+    /// checked most do not count (see [`Game::axf_check_discount`]).
     fn natural_limit_reached(&self) -> bool {
         let limit = self.config.natural_limit.unwrap_or(self.config.ruleset.default_natural_limit()) as usize;
         // A position set up with a running clock counts its earlier plies too.
         let before = if self.anchor_ply == 0 { self.start.halfmove_clock() as usize } else { 0 };
         let mut counted = before + self.plies.len() - self.anchor_ply;
-        if self.config.ruleset == Ruleset::Chinese2011 {
-            let fewest_checks = self.checks_since_anchor.iter().min().copied().unwrap_or(0) as usize;
-            counted -= fewest_checks.saturating_sub(10);
+        match self.config.ruleset {
+            Ruleset::Chinese2011 => {
+                let fewest_checks = self.checks_since_anchor.iter().min().copied().unwrap_or(0) as usize;
+                counted -= fewest_checks.saturating_sub(10);
+            }
+            Ruleset::Wxf => counted = counted.saturating_sub(self.axf_check_discount()),
+            Ruleset::Simple => {}
         }
         counted >= limit
+    }
+
+    /// Plies the AXF natural move rule leaves out, as Fairy-Stockfish counts them: once the game
+    /// has 20 plies (from its set-up position on), two for each check beyond the tenth of the side
+    /// that gave more checks since the last capture.
+    fn axf_check_discount(&self) -> usize {
+        if self.plies.len() < 20 {
+            return 0;
+        }
+        let mut checks = self.checks_since_anchor;
+        // FSF's count also takes in the anchor position when an odd number of plies followed it.
+        if (self.plies.len() - self.anchor_ply) % 2 == 1 && self.anchor.is_check() {
+            checks[(!self.anchor.turn()).index()] += 1;
+        }
+        2 * (checks.into_iter().max().unwrap_or(0) as usize).saturating_sub(10)
     }
 
     /// At the third occurrence of the current position (same side to move) since the last
@@ -423,8 +455,11 @@ impl Game {
         let n = self.plies.len();
         let current = self.pos.hash();
         // Position index i is the position after i plies. The position right after a capture is
-        // not an occurrence: a cycle's first move counts unless it is a capture (23.2).
-        let first_counted = if self.anchor_ply == 0 { 0 } else { self.anchor_ply + 1 };
+        // not an occurrence: a cycle's first move counts unless it is a capture (23.2). Fairy-
+        // Stockfish, which the WXF rules follow, counts it.
+        let after_capture_counts = self.config.ruleset == Ruleset::Wxf;
+        let first_counted =
+            if self.anchor_ply == 0 || after_capture_counts { self.anchor_ply } else { self.anchor_ply + 1 };
         let mut occurrences = 1;
         let mut first = n;
         let mut i = n;
@@ -441,17 +476,29 @@ impl Game {
         if occurrences < 3 {
             return None;
         }
-        // Positions `first..=n` and the moves between them form the repeated cycles.
-        let mut positions = Vec::with_capacity(n - first + 1);
-        let mut pos = self.anchor.clone();
-        for k in self.anchor_ply..n {
-            if k >= first {
-                positions.push(pos.clone());
-            }
-            pos.play_unchecked(self.plies[k].mv);
+        // The positions from `first` on and the moves between them form the repeated cycles. The
+        // WXF ruling also weighs the move that reached the first occurrence, if there is one.
+        let from = if self.config.ruleset == Ruleset::Wxf && first > 0 { first - 1 } else { first };
+        let mut positions = Vec::with_capacity(n - from);
+        let mut pos = self.position_at(from);
+        for ply in &self.plies[from..n] {
+            positions.push(pos.clone());
+            pos.play_unchecked(ply.mv);
         }
-        let moves: Vec<Move> = self.plies[first..n].iter().map(|p| p.mv).collect();
-        Some(ruling::rule(self.config.ruleset, &positions, &moves))
+        let moves: Vec<Move> = self.plies[from..n].iter().map(|p| p.mv).collect();
+        let entry = (from < first).then(|| (&positions[0], moves[0]));
+        let k = first - from;
+        Some(ruling::rule(self.config.ruleset, &positions[k..], &moves[k..], entry))
+    }
+
+    /// The position after `ply_index` plies, replayed from the anchor or, before it, the start.
+    fn position_at(&self, ply_index: usize) -> Position {
+        let (mut pos, from) =
+            if ply_index >= self.anchor_ply { (self.anchor.clone(), self.anchor_ply) } else { (self.start.clone(), 0) };
+        for ply in &self.plies[from..ply_index] {
+            pos.play_unchecked(ply.mv);
+        }
+        pos
     }
 
     fn hash_at(&self, ply_index: usize) -> u64 {

@@ -1,5 +1,6 @@
-//! Rulings on a repeated cycle of moves (articles 23, 25 and 26.9).
+//! Rulings on a repeated cycle of moves (articles 23, 25 and 26.9; for WXF, as Fairy-Stockfish rules).
 
+use super::axf::axf_chased;
 use super::classify::{MoveNature, classify_move};
 use super::{Outcome, Reason, Ruleset, Verdict};
 use crate::bitboard::Bitboard;
@@ -15,8 +16,6 @@ struct Conduct {
     chases: usize,
     /// Chase moves whose targets include a rook or an unprotected piece (26.9's weighty chases).
     weighty_chases: usize,
-    /// Enemy pieces chased by every chase move so far, followed as they move.
-    chased_throughout: Option<Bitboard>,
 }
 
 impl Conduct {
@@ -27,11 +26,6 @@ impl Conduct {
 
     fn perpetual_check(&self) -> bool {
         self.moves > 0 && self.checks == self.moves
-    }
-
-    /// WXF: every move chases, and one and the same piece is chased throughout.
-    fn perpetual_chase_same_piece(&self) -> bool {
-        self.moves > 0 && self.chases == self.moves && self.chased_throughout.is_some_and(|b| !b.is_empty())
     }
 
     /// 26.9: perpetual mate threat or check-and-threat, or chases of a rook or an unprotected
@@ -54,13 +48,22 @@ impl Conduct {
 }
 
 /// Rules on a cycle: `positions[i]` is the position before `moves[i]`; the cycle starts at the
-/// first occurrence of the repeated position and ends with its third.
-pub(super) fn rule(ruleset: Ruleset, positions: &[Position], moves: &[Move]) -> Outcome {
+/// first occurrence of the repeated position and ends with its third. `entry` is the move that
+/// reached the first occurrence, with the position before it (when there is one); only the WXF
+/// rules weigh it.
+pub(super) fn rule(
+    ruleset: Ruleset,
+    positions: &[Position],
+    moves: &[Move],
+    entry: Option<(&Position, Move)>,
+) -> Outcome {
+    if ruleset == Ruleset::Wxf {
+        return rule_wxf(positions, moves, entry);
+    }
     let mut conduct = [Conduct::default(), Conduct::default()];
     for (pos, &mv) in positions.iter().zip(moves) {
-        let side = pos.turn().index();
         let natures = classify_move(pos, mv);
-        let c = &mut conduct[side];
+        let c = &mut conduct[pos.turn().index()];
         c.moves += 1;
         match natures.heaviest() {
             MoveNature::Check => c.checks += 1,
@@ -70,50 +73,110 @@ pub(super) fn rule(ruleset: Ruleset, positions: &[Position], moves: &[Move]) -> 
                 if !(natures.chased_rooks | natures.chased_unprotected).is_empty() {
                     c.weighty_chases += 1;
                 }
-                c.chased_throughout = Some(c.chased_throughout.map_or(natures.chased, |b| b & natures.chased));
             }
-            MoveNature::Idle => c.chased_throughout = Some(Bitboard::EMPTY),
+            MoveNature::Idle => {}
         }
-        // The mover's own pieces that the other side keeps chasing move with it.
-        let other = &mut conduct[1 - side];
-        if let Some(tracked) = other.chased_throughout.as_mut()
+    }
+    let [red, black] = &conduct;
+
+    // One-sided perpetual check loses under every ruleset (25.1).
+    match (red.perpetual_check(), black.perpetual_check()) {
+        (true, false) => return loses(ruleset, Color::Red, Reason::PerpetualCheck, "25.1"),
+        (false, true) => return loses(ruleset, Color::Black, Reason::PerpetualCheck, "25.1"),
+        (true, true) => return draw(ruleset, "26.9"),
+        (false, false) => {}
+    }
+    if ruleset == Ruleset::Simple {
+        return draw(ruleset, "25.2");
+    }
+    match (red.forbidden_2011(), black.forbidden_2011()) {
+        (false, false) => draw(ruleset, "25.2"),
+        (true, false) => loses(ruleset, Color::Red, red.reason(), "25.3"),
+        (false, true) => loses(ruleset, Color::Black, black.reason(), "25.3"),
+        (true, true) => match (red.must_vary(), black.must_vary()) {
+            (true, false) => loses(ruleset, Color::Red, red.reason(), "26.9"),
+            (false, true) => loses(ruleset, Color::Black, black.reason(), "26.9"),
+            _ => draw(ruleset, "26.9"),
+        },
+    }
+}
+
+/// What one side did over the moves the WXF ruling weighs.
+struct AxfConduct {
+    /// Whether it moved at all.
+    moved: bool,
+    /// Every move gave check.
+    checks_throughout: bool,
+    /// Enemy pieces chased (see [`axf_chased`]) by every move so far, checks included, followed
+    /// as they move; `None` before the first move.
+    chased_throughout: Option<Bitboard>,
+}
+
+impl AxfConduct {
+    fn new() -> AxfConduct {
+        AxfConduct { moved: false, checks_throughout: true, chased_throughout: None }
+    }
+
+    /// One more move of this side.
+    fn record(&mut self, check: bool, chased: Bitboard) {
+        self.moved = true;
+        self.checks_throughout &= check;
+        self.chased_throughout = Some(self.chased_throughout.map_or(chased, |b| b & chased));
+    }
+
+    /// The other side moved: a piece of its that this side keeps chasing is followed.
+    fn follow(&mut self, mv: Move) {
+        if let Some(tracked) = self.chased_throughout.as_mut()
             && tracked.contains(mv.from())
         {
             *tracked ^= Bitboard::from_square(mv.from()) | Bitboard::from_square(mv.to());
         }
     }
-    let [red, black] = &conduct;
-    let loses = |loser: Color, reason: Reason, article: &'static str| Outcome::Win {
-        winner: !loser,
-        verdict: Verdict { reason, ruleset, article },
-    };
-    let draw = |article: &'static str| Outcome::Draw {
-        verdict: Verdict { reason: Reason::AllowedRepetition, ruleset, article },
-    };
 
-    // One-sided perpetual check loses under every ruleset (25.1).
+    fn perpetual_check(&self) -> bool {
+        self.moved && self.checks_throughout
+    }
+
+    /// One and the same piece was chased throughout.
+    fn perpetual_chase(&self) -> bool {
+        self.chased_throughout.is_some_and(|b| !b.is_empty())
+    }
+}
+
+/// The WXF ruling as Fairy-Stockfish gives it (`Position::is_optional_game_end()`): a side that
+/// checks with every move loses; failing that, a side that chases one and the same piece with every
+/// move (checks included) loses; both sides doing the same is a draw, as is anything else. The
+/// side that completed the repetition also answers for its move that reached the first occurrence
+/// (`entry`), outside the cycle: FSF looks that far back for it.
+fn rule_wxf(positions: &[Position], moves: &[Move], entry: Option<(&Position, Move)>) -> Outcome {
+    let ruleset = Ruleset::Wxf;
+    let mut conduct = [AxfConduct::new(), AxfConduct::new()];
+    for (pos, mv) in entry.into_iter().chain(positions.iter().zip(moves.iter().copied())) {
+        let side = pos.turn();
+        let mut after = pos.clone();
+        after.play_unchecked(mv);
+        conduct[side.index()].record(after.is_check(), axf_chased(pos, mv));
+        conduct[(!side).index()].follow(mv);
+    }
+    let [red, black] = &conduct;
     match (red.perpetual_check(), black.perpetual_check()) {
-        (true, false) => return loses(Color::Red, Reason::PerpetualCheck, "25.1"),
-        (false, true) => return loses(Color::Black, Reason::PerpetualCheck, "25.1"),
-        (true, true) => return draw("26.9"),
-        (false, false) => {}
-    }
-    match ruleset {
-        Ruleset::Simple => draw("25.2"),
-        Ruleset::Wxf => match (red.perpetual_chase_same_piece(), black.perpetual_chase_same_piece()) {
-            (true, false) => loses(Color::Red, Reason::PerpetualChase, "WXF chase"),
-            (false, true) => loses(Color::Black, Reason::PerpetualChase, "WXF chase"),
-            _ => draw("WXF repetition"),
-        },
-        Ruleset::Chinese2011 => match (red.forbidden_2011(), black.forbidden_2011()) {
-            (false, false) => draw("25.2"),
-            (true, false) => loses(Color::Red, red.reason(), "25.3"),
-            (false, true) => loses(Color::Black, black.reason(), "25.3"),
-            (true, true) => match (red.must_vary(), black.must_vary()) {
-                (true, false) => loses(Color::Red, red.reason(), "26.9"),
-                (false, true) => loses(Color::Black, black.reason(), "26.9"),
-                _ => draw("26.9"),
-            },
+        (true, false) => loses(ruleset, Color::Red, Reason::PerpetualCheck, "25.1"),
+        (false, true) => loses(ruleset, Color::Black, Reason::PerpetualCheck, "25.1"),
+        (true, true) => draw(ruleset, "WXF repetition"),
+        (false, false) => match (red.perpetual_chase(), black.perpetual_chase()) {
+            (true, false) => loses(ruleset, Color::Red, Reason::PerpetualChase, "WXF chase"),
+            (false, true) => loses(ruleset, Color::Black, Reason::PerpetualChase, "WXF chase"),
+            _ => draw(ruleset, "WXF repetition"),
         },
     }
+}
+
+/// `loser` has lost by `reason`.
+fn loses(ruleset: Ruleset, loser: Color, reason: Reason, article: &'static str) -> Outcome {
+    Outcome::Win { winner: !loser, verdict: Verdict { reason, ruleset, article } }
+}
+
+/// An allowed repetition.
+fn draw(ruleset: Ruleset, article: &'static str) -> Outcome {
+    Outcome::Draw { verdict: Verdict { reason: Reason::AllowedRepetition, ruleset, article } }
 }
