@@ -310,3 +310,41 @@ fn axf_a_rook_chases_an_unprotected_horse_but_not_a_rook() {
 fn axf_a_check_chases_too() {
     assert_eq!(axf_chased_after("9/n3k4/9/9/9/9/9/9/2R6/3K5 w - - 0 1", "c1c8"), ["a8"]);
 }
+
+/// Where the 2011 rules and WXF (as Fairy-Stockfish applies them) deliberately part ways, the
+/// same game gets different rulings.
+mod chinese2011_versus_wxf {
+    use super::*;
+
+    #[test]
+    fn one_check_one_chase_loses_under_25_3_but_is_a_draw_under_wxf() {
+        // WXF only punishes cycles of checks alone or of chases of one and the same piece.
+        let fen = "3k5/9/9/n7R/9/9/9/9/9/4K4 w - - 0 1";
+        let moves = "i6i9 d9d8 i9i6 d8d9 i6i9 d9d8 i9i6 d8d9";
+        assert_win(&play(fen, Ruleset::Chinese2011, moves), Color::Black, Reason::MixedForbidden, "25.3");
+        assert!(matches!(play(fen, Ruleset::Wxf, moves).outcome(), Outcome::Draw { .. }));
+    }
+
+    #[test]
+    fn perpetual_mate_threat_is_its_own_offence_in_2011_wxf_sees_only_the_chase() {
+        let fen = "5k3/9/9/9/n7R/9/9/9/9/3AKA3 b - - 0 1";
+        assert_win(
+            &play(fen, Ruleset::Chinese2011, HORSE_CHASE_MOVES),
+            Color::Black,
+            Reason::PerpetualMateThreat,
+            "25.3",
+        );
+        match play(fen, Ruleset::Wxf, HORSE_CHASE_MOVES).outcome() {
+            Outcome::Win { winner: Color::Black, verdict } => assert_eq!(verdict.reason, Reason::PerpetualChase),
+            other => panic!("expected Red to lose by perpetual chase under wxf, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_position_after_a_capture_counts_under_wxf_but_not_under_23_2() {
+        let fen = "3k3n1/9/7R1/9/9/9/9/9/9/4K4 w - - 0 1";
+        let (_, moves) = PERPETUAL_CHECK;
+        assert_eq!(play(fen, Ruleset::Chinese2011, moves).outcome(), Outcome::Ongoing);
+        assert_win(&play(fen, Ruleset::Wxf, moves), Color::Black, Reason::PerpetualCheck, "25.1");
+    }
+}
