@@ -1,5 +1,7 @@
 //! `xqz`: the one binary of xqzero, with a subcommand per role.
 
+mod data;
+
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -47,6 +49,11 @@ enum Command {
         #[arg(long)]
         max_plies: Option<u32>,
     },
+    /// Self-play datasets: inspect shards, statistics, Parquet and text export.
+    Data {
+        #[command(subcommand)]
+        command: data::DataCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -71,6 +78,7 @@ fn run(command: Command) -> Result<()> {
             println!("{}", game.outcome().to_json());
             Ok(())
         }
+        Command::Data { command } => data::run(command),
     }
 }
 

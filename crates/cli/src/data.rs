@@ -1,0 +1,185 @@
+//! `xqz data`: inspect, summarise and export self-play datasets.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::{Subcommand, ValueEnum};
+use xqz_dataset::export::{self, format_unix_ms};
+use xqz_dataset::{Dataset, DatasetStats};
+
+#[derive(Subcommand)]
+pub enum DataCommand {
+    /// List a dataset's shards with their row counts, and the files readers ignore (torn or
+    /// uncommitted shards).
+    Inspect {
+        /// The dataset folder.
+        dir: PathBuf,
+        /// Also read every shard and check its schema and row counts against the manifest.
+        #[arg(long)]
+        verify: bool,
+    },
+    /// Results, terminations (reason and article) and a game-length histogram.
+    Stats {
+        /// The dataset folder.
+        dir: PathBuf,
+        /// Width of the histogram's buckets in plies.
+        #[arg(long, default_value_t = 20)]
+        bucket: u32,
+    },
+    /// Export to Parquet (games.parquet and samples.parquet in a folder) or to a PGN-like text
+    /// listing with each move in coordinate and Chinese notation.
+    Export {
+        /// The dataset folder.
+        dir: PathBuf,
+        /// What to write.
+        #[arg(long, value_enum, default_value_t = ExportFormat::Parquet)]
+        format: ExportFormat,
+        /// The output: a folder for parquet, a file (or `-` for stdout) for text.
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+#[derive(Copy, Clone, ValueEnum)]
+pub enum ExportFormat {
+    /// games.parquet and samples.parquet (zstd), same columns as the shards.
+    Parquet,
+    /// One PGN-like block per game.
+    Text,
+}
+
+pub fn run(command: DataCommand) -> Result<()> {
+    match run_command(command) {
+        // `xqz data ... | head` is not an error.
+        Err(err) if is_broken_pipe(&err) => Ok(()),
+        result => result,
+    }
+}
+
+fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+/// Writes to stdout, reporting failures (a closed pipe included) as errors instead of panicking.
+fn emit(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).context("writing to stdout")
+}
+
+fn run_command(command: DataCommand) -> Result<()> {
+    match command {
+        DataCommand::Inspect { dir, verify } => inspect(&dir, verify),
+        DataCommand::Stats { dir, bucket } => {
+            let dataset = open(&dir)?;
+            report_ignored(&dataset);
+            let stats = DatasetStats::compute(&dataset)?;
+            emit(&stats.render(bucket))
+        }
+        DataCommand::Export { dir, format, out } => {
+            let dataset = open(&dir)?;
+            report_ignored(&dataset);
+            match format {
+                ExportFormat::Parquet => {
+                    let done = export::export_parquet(&dataset, &out)?;
+                    eprintln!(
+                        "wrote {} games to {} and {} samples to {}",
+                        done.games,
+                        done.games_path.display(),
+                        done.samples,
+                        done.samples_path.display()
+                    );
+                }
+                ExportFormat::Text if out.as_os_str() == "-" => {
+                    let mut stdout = std::io::stdout().lock();
+                    export::export_text(&dataset, &mut stdout)?;
+                    stdout.flush().context("writing to stdout")?;
+                }
+                ExportFormat::Text => {
+                    let file = File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
+                    let mut writer = BufWriter::new(file);
+                    let n = export::export_text(&dataset, &mut writer)?;
+                    writer.flush().with_context(|| format!("writing {}", out.display()))?;
+                    eprintln!("wrote {n} games to {}", out.display());
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn open(dir: &Path) -> Result<Dataset> {
+    Dataset::open(dir).with_context(|| format!("cannot open dataset {}", dir.display()))
+}
+
+/// Ignored files go to stderr for the commands whose stdout is data.
+fn report_ignored(dataset: &Dataset) {
+    if !dataset.report().is_clean() {
+        eprint!("warning: {}", dataset.report());
+    }
+}
+
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit + 1 < UNITS.len() {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 { format!("{n} B") } else { format!("{value:.1} {}", UNITS[unit]) }
+}
+
+fn inspect(dir: &Path, verify: bool) -> Result<()> {
+    use std::fmt::Write as _;
+    let dataset = open(dir)?;
+    let manifest = dataset.manifest();
+    let bytes: u64 = dataset.shards().iter().map(|s| s.games_bytes + s.samples_bytes).sum();
+    let mut out = String::new();
+    writeln!(out, "dataset {}", dir.display())?;
+    writeln!(
+        out,
+        "schema version {}, {} shards ({} listed), {} games, {} samples, {}",
+        manifest.schema_version,
+        dataset.shards().len(),
+        manifest.shards.len(),
+        dataset.num_games(),
+        dataset.num_samples(),
+        human_bytes(bytes)
+    )?;
+    if !dataset.shards().is_empty() {
+        writeln!(
+            out,
+            "{:>8} {:>8} {:>9} {:>10} {:>10} {:>11}  {:<14} created",
+            "shard", "games", "samples", "games B", "samples B", "models", "rulesets"
+        )?;
+    }
+    for s in dataset.shards() {
+        writeln!(
+            out,
+            "{:>8} {:>8} {:>9} {:>10} {:>10} {:>11}  {:<14} {}",
+            s.id,
+            s.games,
+            s.samples,
+            human_bytes(s.games_bytes),
+            human_bytes(s.samples_bytes),
+            format!("{}-{}", s.model_version_min, s.model_version_max),
+            s.rulesets.join(","),
+            format_unix_ms(s.created_unix_ms)
+        )?;
+    }
+    if dataset.report().is_clean() {
+        writeln!(out, "ignored files: none")?;
+    } else {
+        write!(out, "{}", dataset.report())?;
+    }
+    if verify {
+        for shard in dataset.shards() {
+            dataset.read_games(shard).with_context(|| format!("shard {} does not verify", shard.id))?;
+            dataset.read_samples(shard).with_context(|| format!("shard {} does not verify", shard.id))?;
+        }
+        writeln!(out, "verified {} shards: schemas and row counts match the manifest", dataset.shards().len())?;
+    }
+    emit(&out)
+}

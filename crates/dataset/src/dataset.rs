@@ -1,0 +1,309 @@
+//! Opening a dataset folder: the committed shards, the files that are ignored, and reading rows.
+
+use std::fmt;
+use std::fs;
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+
+use arrow_array::RecordBatch;
+use arrow_ipc::reader::FileReader;
+use arrow_schema::{Schema, SchemaRef};
+
+use crate::error::{ArrowContext, DatasetError, IoContext, Result};
+use crate::manifest::{LOCK_FILE, MANIFEST_FILE, Manifest, ShardEntry, ShardKind, TMP_SUFFIX, parse_shard_file_name};
+use crate::record::{GameRecord, SampleRecord, batch_to_games, batch_to_samples};
+use crate::schema::{self, meta};
+
+/// Why a file in the dataset folder is not read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IgnoredReason {
+    /// A `.tmp` file: being written right now, or torn by a crash before its rename.
+    Temporary,
+    /// A complete-looking shard file that the manifest does not list (the writer died between
+    /// the rename and the manifest update).
+    Unlisted,
+    /// A file the manifest lists is absent; its shard is skipped.
+    Missing,
+    /// A listed file's size differs from the manifest's; its shard is skipped.
+    SizeMismatch {
+        /// Bytes according to the manifest.
+        expected: u64,
+        /// Bytes on disk.
+        actual: u64,
+    },
+}
+
+impl fmt::Display for IgnoredReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IgnoredReason::Temporary => f.write_str("temporary file (in progress or torn by a crash)"),
+            IgnoredReason::Unlisted => f.write_str("not listed in the manifest (uncommitted)"),
+            IgnoredReason::Missing => f.write_str("listed in the manifest but missing; shard skipped"),
+            IgnoredReason::SizeMismatch { expected, actual } => {
+                write!(f, "{actual} bytes but the manifest says {expected}; shard skipped")
+            }
+        }
+    }
+}
+
+/// A file that readers ignore, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IgnoredFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Why it is ignored.
+    pub reason: IgnoredReason,
+}
+
+impl fmt::Display for IgnoredFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.reason)
+    }
+}
+
+/// What opening a dataset found besides the committed shards.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Files that are not read, in name order.
+    pub ignored: Vec<IgnoredFile>,
+}
+
+impl RecoveryReport {
+    /// Whether nothing was ignored.
+    pub fn is_clean(&self) -> bool {
+        self.ignored.is_empty()
+    }
+}
+
+impl fmt::Display for RecoveryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.ignored.is_empty() {
+            return f.write_str("no ignored files");
+        }
+        writeln!(f, "{} ignored file(s):", self.ignored.len())?;
+        for file in &self.ignored {
+            writeln!(f, "  {file}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Lists the files of `dir` that readers ignore and the manifest's shards whose files are sound.
+pub(crate) fn scan(dir: &Path, manifest: &Manifest) -> Result<(Vec<ShardEntry>, RecoveryReport)> {
+    let mut ignored = Vec::new();
+    let listed: std::collections::HashSet<&str> =
+        manifest.shards.iter().flat_map(|s| [s.games_file.as_str(), s.samples_file.as_str()]).collect();
+    let mut names = Vec::new();
+    for entry in fs::read_dir(dir).at(dir)? {
+        let entry = entry.at(dir)?;
+        if let Ok(name) = entry.file_name().into_string() {
+            names.push(name);
+        }
+    }
+    names.sort();
+    for name in &names {
+        if name == MANIFEST_FILE || name == LOCK_FILE {
+            continue;
+        }
+        let reason = if name.ends_with(TMP_SUFFIX) {
+            IgnoredReason::Temporary
+        } else if parse_shard_file_name(name).is_some() && !listed.contains(name.as_str()) {
+            IgnoredReason::Unlisted
+        } else {
+            continue;
+        };
+        ignored.push(IgnoredFile { path: dir.join(name), reason });
+    }
+    let mut shards = Vec::with_capacity(manifest.shards.len());
+    for shard in &manifest.shards {
+        let mut sound = true;
+        for (name, expected) in [(&shard.games_file, shard.games_bytes), (&shard.samples_file, shard.samples_bytes)] {
+            let path = dir.join(name);
+            let reason = match fs::metadata(&path) {
+                Ok(m) if m.len() == expected => continue,
+                Ok(m) => IgnoredReason::SizeMismatch { expected, actual: m.len() },
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => IgnoredReason::Missing,
+                Err(source) => return Err(DatasetError::Io { path, source }),
+            };
+            sound = false;
+            ignored.push(IgnoredFile { path, reason });
+        }
+        if sound {
+            shards.push(shard.clone());
+        }
+    }
+    Ok((shards, RecoveryReport { ignored }))
+}
+
+/// The record batches of one shard file, with the file's schema (and its metadata).
+#[derive(Clone, Debug)]
+pub struct ShardBatches {
+    /// The schema as stored, including the shard's metadata.
+    pub schema: SchemaRef,
+    /// The batches.
+    pub batches: Vec<RecordBatch>,
+}
+
+impl ShardBatches {
+    /// Total rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(RecordBatch::num_rows).sum()
+    }
+}
+
+/// Reads one Arrow IPC file, checking its schema against `expected` and its shard id.
+pub fn read_ipc_file(path: &Path, expected: &Schema, shard_id: Option<u64>) -> Result<ShardBatches> {
+    let bytes = fs::read(path).at(path)?;
+    let reader = FileReader::try_new(Cursor::new(bytes), None).arrow(|| format!("reading {}", path.display()))?;
+    let schema = reader.schema();
+    schema::check_compatible(expected, &schema)
+        .map_err(|message| DatasetError::Shard { path: path.to_path_buf(), message })?;
+    if let Some(id) = shard_id {
+        let stored = schema.metadata().get(meta::SHARD_ID);
+        if stored.map(String::as_str) != Some(id.to_string().as_str()) {
+            return Err(DatasetError::Shard {
+                path: path.to_path_buf(),
+                message: format!("metadata {} is {stored:?}, the manifest says {id}", meta::SHARD_ID),
+            });
+        }
+    }
+    let batches = reader.collect::<Result<Vec<_>, _>>().arrow(|| format!("reading {}", path.display()))?;
+    Ok(ShardBatches { schema, batches })
+}
+
+/// A dataset opened for reading: the manifest's committed shards whose files are sound, and a
+/// report of the files that are ignored. Opening never modifies the folder.
+///
+/// ```
+/// use xqz_dataset::{Dataset, DatasetWriter, WriterConfig};
+/// let dir = tempfile::tempdir()?;
+/// let (writer, _report) = DatasetWriter::open(dir.path(), WriterConfig::default())?;
+/// writer.finish()?;
+/// let dataset = Dataset::open(dir.path())?;
+/// assert_eq!(dataset.shards().len(), 0);
+/// assert!(dataset.report().is_clean());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    dir: PathBuf,
+    manifest: Manifest,
+    shards: Vec<ShardEntry>,
+    report: RecoveryReport,
+}
+
+impl Dataset {
+    /// Opens the dataset in `dir` (which must exist; a folder without a manifest is empty).
+    pub fn open(dir: impl AsRef<Path>) -> Result<Dataset> {
+        let dir = dir.as_ref().to_path_buf();
+        if !fs::metadata(&dir).at(&dir)?.is_dir() {
+            return Err(DatasetError::Io {
+                path: dir,
+                source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a dataset folder"),
+            });
+        }
+        let manifest = Manifest::load(&dir)?;
+        let (shards, report) = scan(&dir, &manifest)?;
+        Ok(Dataset { dir, manifest, shards, report })
+    }
+
+    /// The dataset folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The manifest as read (it may list shards that [`Dataset::shards`] skips).
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// The readable committed shards, oldest first.
+    pub fn shards(&self) -> &[ShardEntry] {
+        &self.shards
+    }
+
+    /// The files that are ignored.
+    pub fn report(&self) -> &RecoveryReport {
+        &self.report
+    }
+
+    /// Games in the readable shards.
+    pub fn num_games(&self) -> u64 {
+        self.shards.iter().map(|s| s.games).sum()
+    }
+
+    /// Samples in the readable shards.
+    pub fn num_samples(&self) -> u64 {
+        self.shards.iter().map(|s| s.samples).sum()
+    }
+
+    /// The path of a shard's file.
+    pub fn shard_path(&self, shard: &ShardEntry, kind: ShardKind) -> PathBuf {
+        self.dir.join(match kind {
+            ShardKind::Games => &shard.games_file,
+            ShardKind::Samples => &shard.samples_file,
+        })
+    }
+
+    fn read_checked(&self, shard: &ShardEntry, kind: ShardKind) -> Result<(PathBuf, ShardBatches)> {
+        let path = self.shard_path(shard, kind);
+        let (expected, rows) = match kind {
+            ShardKind::Games => (schema::games_schema(), shard.games),
+            ShardKind::Samples => (schema::samples_schema(), shard.samples),
+        };
+        let batches = read_ipc_file(&path, &expected, Some(shard.id))?;
+        if batches.num_rows() as u64 != rows {
+            let message = format!("{} rows, the manifest says {rows}", batches.num_rows());
+            return Err(DatasetError::Shard { path, message });
+        }
+        Ok((path, batches))
+    }
+
+    /// The raw record batches of a shard's games file.
+    pub fn games_batches(&self, shard: &ShardEntry) -> Result<ShardBatches> {
+        Ok(self.read_checked(shard, ShardKind::Games)?.1)
+    }
+
+    /// The raw record batches of a shard's samples file.
+    pub fn samples_batches(&self, shard: &ShardEntry) -> Result<ShardBatches> {
+        Ok(self.read_checked(shard, ShardKind::Samples)?.1)
+    }
+
+    /// The games of one shard.
+    pub fn read_games(&self, shard: &ShardEntry) -> Result<Vec<GameRecord>> {
+        let (path, data) = self.read_checked(shard, ShardKind::Games)?;
+        let mut out = Vec::with_capacity(data.num_rows());
+        for batch in &data.batches {
+            out.extend(batch_to_games(batch, &path)?);
+        }
+        Ok(out)
+    }
+
+    /// The samples of one shard.
+    pub fn read_samples(&self, shard: &ShardEntry) -> Result<Vec<SampleRecord>> {
+        let (path, data) = self.read_checked(shard, ShardKind::Samples)?;
+        let mut out = Vec::with_capacity(data.num_rows());
+        for batch in &data.batches {
+            out.extend(batch_to_samples(batch, &path)?);
+        }
+        Ok(out)
+    }
+
+    /// All games, oldest shard first.
+    pub fn games(&self) -> Result<Vec<GameRecord>> {
+        let mut out = Vec::new();
+        for shard in &self.shards {
+            out.extend(self.read_games(shard)?);
+        }
+        Ok(out)
+    }
+
+    /// All samples, oldest shard first.
+    pub fn samples(&self) -> Result<Vec<SampleRecord>> {
+        let mut out = Vec::new();
+        for shard in &self.shards {
+            out.extend(self.read_samples(shard)?);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,95 @@
+//! The crate's error type.
+
+use std::path::{Path, PathBuf};
+
+use arrow_schema::ArrowError;
+use parquet::errors::ParquetError;
+use thiserror::Error;
+
+/// Everything that can go wrong reading, writing or sampling a dataset.
+#[derive(Debug, Error)]
+pub enum DatasetError {
+    /// A file system operation failed.
+    #[error("I/O error on {}", path.display())]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Arrow could not build, encode or decode data.
+    #[error("Arrow error {context}")]
+    Arrow {
+        /// What was being done (`writing ...`, `reading ...`).
+        context: String,
+        /// The cause.
+        #[source]
+        source: ArrowError,
+    },
+    /// The Parquet writer failed.
+    #[error("Parquet error writing {}", path.display())]
+    Parquet {
+        /// The file being written.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: ParquetError,
+    },
+    /// The manifest cannot be read or does not describe a dataset of ours.
+    #[error("manifest {} is invalid: {message}", path.display())]
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A shard's schema or contents do not match what this version reads.
+    #[error("shard {} is not readable: {message}", path.display())]
+    Shard {
+        /// The shard file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// A record handed to the writer is inconsistent (wrong game id, bad ply, bad policy, ...).
+    #[error("invalid record: {0}")]
+    InvalidRecord(String),
+    /// Another writer holds the dataset's lock.
+    #[error("dataset {} is locked by another writer", path.display())]
+    Locked {
+        /// The dataset folder.
+        path: PathBuf,
+    },
+    /// The replay configuration cannot produce batches.
+    #[error("invalid replay configuration: {0}")]
+    Config(String),
+    /// The background loader thread ended abnormally.
+    #[error("replay loader thread failed: {0}")]
+    Loader(String),
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = DatasetError> = std::result::Result<T, E>;
+
+/// Attaches a path to I/O errors.
+pub(crate) trait IoContext<T> {
+    fn at(self, path: &Path) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn at(self, path: &Path) -> Result<T> {
+        self.map_err(|source| DatasetError::Io { path: path.to_path_buf(), source })
+    }
+}
+
+/// Attaches a description to Arrow errors.
+pub(crate) trait ArrowContext<T> {
+    fn arrow(self, context: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> ArrowContext<T> for std::result::Result<T, ArrowError> {
+    fn arrow(self, context: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| DatasetError::Arrow { context: context(), source })
+    }
+}
