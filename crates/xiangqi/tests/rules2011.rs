@@ -273,12 +273,6 @@ fn article_26_9_perpetual_chase_of_unprotected_pieces_against_a_joint_chase_must
 /// unprotected piece (无根子), whose perpetual chase must vary. The red horse goes to b6 to fork
 /// the king e9 and the lone cannon a7 with Nc8+.
 #[test]
-#[ignore = "classify.rs marks pieces won through a check (won_through_check) as chased and, for \
-            rooks, as chased rooks, but never as unprotected, so a perpetual chase of unprotected \
-            non-rook pieces by check forks counts as a chase of protected pieces in 26.9; \
-            won_through_check would need to report the won pieces that no piece could take back \
-            (as is_protected does for direct captures) for classify_move to add them to \
-            chased_unprotected"]
 fn article_24_a_piece_won_through_a_check_fork_with_no_protector_is_unprotected() {
     let pos = Position::from_fen("4k4/9/c8/9/3N5/9/9/9/9/3K5 w - - 0 1").unwrap();
     let mv = parse_move(&pos, "d5b6");

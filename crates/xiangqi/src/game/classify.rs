@@ -90,10 +90,12 @@ fn gainful_captures(pos: &Position) -> Vec<(Square, Square)> {
 /// Enemy pieces the side to move wins through a check (24: "从下一着开始运用将军...得子"): after
 /// the check, whatever the reply, a capture of the piece gains material overall, counting what
 /// the check took and what the reply took back. Looked at one check deep; winning material
-/// with a king or a pawn that way is idle (26.1, 26.8) and not counted.
-fn won_through_check(pos: &Position) -> Bitboard {
+/// with a king or a pawn that way is idle (26.1, 26.8) and not counted. Returns the won pieces
+/// and, of those, the ones that no reply leaves protected (无根子).
+fn won_through_check(pos: &Position) -> (Bitboard, Bitboard) {
     let us = pos.turn();
     let mut won = Bitboard::EMPTY;
+    let mut won_unprotected = Bitboard::EMPTY;
     for &check in pos.legal_moves().iter() {
         let mut after = pos.clone();
         after.play_unchecked(check);
@@ -103,12 +105,13 @@ fn won_through_check(pos: &Position) -> Bitboard {
         let taken = value(pos, check.to());
         let replies = after.legal_moves();
         // A check without replies is mate: a mate threat, not a chase.
-        let mut common = if replies.is_empty() { Bitboard::EMPTY } else { Bitboard::FULL };
+        let (mut common, mut common_unprotected) =
+            if replies.is_empty() { (Bitboard::EMPTY, Bitboard::EMPTY) } else { (Bitboard::FULL, Bitboard::FULL) };
         for &reply in replies.iter() {
             let lost = value(&after, reply.to());
             let mut next = after.clone();
             next.play_unchecked(reply);
-            let mut here = Bitboard::EMPTY;
+            let (mut here, mut here_unprotected) = (Bitboard::EMPTY, Bitboard::EMPTY);
             for &m in next.legal_moves().iter() {
                 let attacker = next.piece_at(m.from()).map(|p| p.kind);
                 let target = next.piece_at(m.to());
@@ -117,17 +120,23 @@ fn won_through_check(pos: &Position) -> Bitboard {
                     && taken - lost + capture_gain(&next, m) > 0
                 {
                     here |= Bitboard::from_square(m.to());
+                    if !is_protected(&next, m.from(), m.to()) {
+                        here_unprotected |= Bitboard::from_square(m.to());
+                    }
                 }
             }
             common &= here;
+            common_unprotected &= here_unprotected;
             if common.is_empty() {
                 break;
             }
         }
         won |= common;
+        won_unprotected |= common & common_unprotected;
     }
     // Only pieces standing now: a square that a reply would fill is no piece being chased.
-    won & pos.color_bb(!us)
+    let standing = pos.color_bb(!us);
+    (won & standing, won_unprotected & standing)
 }
 
 /// Whether the side to move can mate with a check, or with a check answered by any reply and
@@ -212,8 +221,10 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
             natures.chased_unprotected |= bit;
         }
     }
-    let through_check = won_through_check(&threats) & !won_through_check(before);
+    let (won_now, unprotected_now) = won_through_check(&threats);
+    let through_check = won_now & !won_through_check(before).0;
     natures.chased |= through_check;
+    natures.chased_unprotected |= through_check & unprotected_now;
     natures.chased_rooks |= through_check & threats.piece_bb(crate::types::Piece::new(!mover, PieceKind::Rook));
     natures
 }
