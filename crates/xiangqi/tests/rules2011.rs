@@ -240,11 +240,6 @@ fn article_26_9_neither_side_must_vary_is_a_draw() {
 /// d4: neither the cannon nor the pawn could take without the other, a joint chase (联合捉子,
 /// 24). The single rook chaser must vary: Black wins.
 #[test]
-#[ignore = "joint chases are not modelled: Natures has no flag for a chase that needs two of the \
-            chaser's pieces (classify.rs), so both sides count as perpetual rook chasers \
-            (Conduct::must_vary in ruling.rs) and the cycle is drawn; the rule needs a `joint` \
-            mark per chase and, in rule(), 'one side's weighty chases all single and the other's \
-            all joint -> the single chaser must vary' before the both-must-vary draw"]
 fn article_26_9_perpetual_rook_chase_against_a_joint_rook_chase_must_vary() {
     let game = cycle(
         "3akar1r/9/4b4/1c2p4/6b1p/1ppp5/9/6C2/1R1R5/3AKA3 w - - 0 1",
@@ -258,8 +253,6 @@ fn article_26_9_perpetual_rook_chase_against_a_joint_rook_chase_must_vary() {
 /// rooks on both sides: Red's cannon alone hits the black horses g8/i8, Black's cannon hits the
 /// red horses b1/d1 only over its own pawns. The single chaser must vary: Black wins.
 #[test]
-#[ignore = "joint chases are not modelled (see the rook case): both sides count as perpetual \
-            chasers of unprotected pieces and the cycle is drawn"]
 fn article_26_9_perpetual_chase_of_unprotected_pieces_against_a_joint_chase_must_vary() {
     let game = cycle(
         "3aka3/6n1n/4b4/1c2p4/6b1p/1ppp5/9/6C2/1N1N5/3AKA3 w - - 0 1",

@@ -30,6 +30,9 @@ pub struct Natures {
     pub chased_rooks: Bitboard,
     /// Of `chased`, the pieces with no real protection (no protector, or only false ones).
     pub chased_unprotected: Bitboard,
+    /// Of `chased`, the pieces chased only jointly (联合捉子, 24): every capture that wins them
+    /// needs another of the chaser's pieces (a cannon's own screen, a second attacker).
+    pub jointly_chased: Bitboard,
 }
 
 impl Natures {
@@ -187,6 +190,7 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         chased: Bitboard::EMPTY,
         chased_rooks: Bitboard::EMPTY,
         chased_unprotected: Bitboard::EMPTY,
+        jointly_chased: Bitboard::EMPTY,
     };
     let moved_kind = after.piece_at(mv.to()).map(|p| p.kind);
     if natures.check || (moved_kind == Some(PieceKind::King) && before.is_check()) {
@@ -204,6 +208,8 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         let origin = if attacker == mv.to() { mv.from() } else { attacker };
         before.is_check() && before.pseudo_attacks(origin).contains(target)
     };
+    // Targets that some capture by one piece alone wins.
+    let mut single = Bitboard::EMPTY;
     for (attacker, target) in gainful_captures(&threats) {
         let kind = threats.piece_at(attacker).map(|p| p.kind);
         if matches!(kind, Some(PieceKind::King | PieceKind::Pawn))
@@ -220,13 +226,39 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         if !is_protected(&threats, attacker, target) {
             natures.chased_unprotected |= bit;
         }
+        if is_joint(&threats, attacker, target) {
+            natures.jointly_chased |= bit;
+        } else {
+            single |= bit;
+        }
     }
+    natures.jointly_chased &= !single;
     let (won_now, unprotected_now) = won_through_check(&threats);
     let through_check = won_now & !won_through_check(before).0;
     natures.chased |= through_check;
     natures.chased_unprotected |= through_check & unprotected_now;
     natures.chased_rooks |= through_check & threats.piece_bb(crate::types::Piece::new(!mover, PieceKind::Rook));
     natures
+}
+
+/// Whether winning `target` with `attacker` needs another of the attacker's pieces (联合捉子: a
+/// joint chase, 24): a partner is the cannon's own screen or a second piece that attacks the
+/// target, and without it the capture is no longer possible or no longer gains. Pieces that
+/// only block a defender's line are not partners.
+fn is_joint(pos: &Position, attacker: Square, target: Square) -> bool {
+    let capture = Move::new(attacker, target);
+    let screen = crate::attacks::BETWEEN[attacker.index()][target.index()];
+    let partners =
+        (pos.color_bb(pos.turn()) & !Bitboard::from_square(attacker) & !Bitboard::from_square(pos.king(pos.turn())))
+            .into_iter()
+            .filter(|&p| screen >> p.index() & 1 != 0 || pos.pseudo_attacks(p).contains(target));
+    partners.into_iter().any(|partner| {
+        let mut setup = pos.to_setup();
+        setup.board[partner.index()] = None;
+        // Taking a piece away may expose the other king; such a piece is no partner here.
+        Position::from_setup(&setup)
+            .is_ok_and(|without| !without.is_legal(capture) || capture_gain(&without, capture) <= 0)
+    })
 }
 
 /// Whether the target's side can really recapture after `attacker` takes it.

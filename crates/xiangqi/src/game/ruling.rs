@@ -16,6 +16,17 @@ struct Conduct {
     chases: usize,
     /// Chase moves whose targets include a rook or an unprotected piece (26.9's weighty chases).
     weighty_chases: usize,
+    /// Chase moves that chase a rook / an unprotected piece ([`Weighty::Rook`], [`Weighty::Unprotected`]).
+    chases_of: [usize; 2],
+    /// Of those, the ones in which all such targets are chased jointly (联合捉子).
+    joint_chases_of: [usize; 2],
+}
+
+/// The two kinds of weighty chase that 26.9 weighs against a joint chase of the same kind.
+#[derive(Copy, Clone)]
+enum Weighty {
+    Rook = 0,
+    Unprotected = 1,
 }
 
 impl Conduct {
@@ -32,6 +43,18 @@ impl Conduct {
     /// piece (alone or mixed with checks and threats) must vary.
     fn must_vary(&self) -> bool {
         (self.threats > 0 && self.chases == 0) || (self.chases > 0 && self.weighty_chases == self.chases)
+    }
+
+    /// Every chase move chases pieces of this kind, and never jointly (单方长捉车 / 长捉无根子).
+    fn chases_alone(&self, kind: Weighty) -> bool {
+        self.chases > 0 && self.chases_of[kind as usize] == self.chases && self.joint_chases_of[kind as usize] == 0
+    }
+
+    /// Every chase move chases pieces of this kind, only jointly (联合捉车 / 联合捉无根子).
+    fn chases_jointly(&self, kind: Weighty) -> bool {
+        self.chases > 0
+            && self.chases_of[kind as usize] == self.chases
+            && self.joint_chases_of[kind as usize] == self.chases
     }
 
     fn reason(&self) -> Reason {
@@ -73,6 +96,16 @@ pub(super) fn rule(
                 if !(natures.chased_rooks | natures.chased_unprotected).is_empty() {
                     c.weighty_chases += 1;
                 }
+                for (kind, targets) in
+                    [(Weighty::Rook, natures.chased_rooks), (Weighty::Unprotected, natures.chased_unprotected)]
+                {
+                    if !targets.is_empty() {
+                        c.chases_of[kind as usize] += 1;
+                        if (targets & !natures.jointly_chased).is_empty() {
+                            c.joint_chases_of[kind as usize] += 1;
+                        }
+                    }
+                }
             }
             MoveNature::Idle => {}
         }
@@ -96,9 +129,21 @@ pub(super) fn rule(
         (true, true) => match (red.must_vary(), black.must_vary()) {
             (true, false) => loses(ruleset, Color::Red, red.reason(), "26.9"),
             (false, true) => loses(ruleset, Color::Black, black.reason(), "26.9"),
+            // A perpetual chaser of rooks or unprotected pieces facing the other side's joint
+            // chase of them is the one to vary (26.9's second and third cases).
+            (true, true) if outchased(red, black) => loses(ruleset, Color::Red, red.reason(), "26.9"),
+            (true, true) if outchased(black, red) => loses(ruleset, Color::Black, black.reason(), "26.9"),
             _ => draw(ruleset, "26.9"),
         },
     }
+}
+
+/// Whether `chaser` perpetually chases rooks (or unprotected pieces) alone while `other` chases the
+/// same kind of piece only jointly: then `chaser` must vary (26.9's second and third cases).
+fn outchased(chaser: &Conduct, other: &Conduct) -> bool {
+    [Weighty::Rook, Weighty::Unprotected]
+        .into_iter()
+        .any(|kind| chaser.chases_alone(kind) && other.chases_jointly(kind))
 }
 
 /// What one side did over the moves the WXF ruling weighs.
