@@ -1,6 +1,9 @@
 //! Game adjudication, each ruling built from a concrete position and move sequence. Article
 //! numbers refer to the Chinese Xiangqi Association's 2011 competition rules.
 
+mod common;
+
+use common::{assert_draw, assert_win};
 use xiangqi::Position;
 use xiangqi::game::{Game, GameConfig, GameError, Outcome, Reason, Ruleset, axf_chased};
 use xiangqi::{Color, Move};
@@ -12,22 +15,6 @@ fn play(fen: &str, ruleset: Ruleset, moves: &str) -> Game {
         game.push_str(mv).unwrap_or_else(|e| panic!("move {i} ({mv}): {e}"));
     }
     game
-}
-
-fn assert_win(game: &Game, winner: Color, reason: Reason, article: &str) {
-    match game.outcome() {
-        Outcome::Win { winner: w, verdict } => {
-            assert_eq!((w, verdict.reason, verdict.article), (winner, reason, article), "{:?}", game.outcome());
-        }
-        other => panic!("expected {winner} to win by {reason}, got {other:?}"),
-    }
-}
-
-fn assert_draw(game: &Game, reason: Reason, article: &str) {
-    match game.outcome() {
-        Outcome::Draw { verdict } => assert_eq!((verdict.reason, verdict.article), (reason, article)),
-        other => panic!("expected a draw by {reason}, got {other:?}"),
-    }
 }
 
 /// Red's rook checks from h9/h8 while the black king steps d9/d8.

@@ -20,6 +20,9 @@
 //!   (a6, e6): an elephant for a horse or a cannon is a gain, so each cannon move uncovers a chase
 //!   of a protected piece (24: a move that lets another piece capture, 造成其他子能吃子, chases).
 
+mod common;
+
+use common::{assert_draw, assert_win};
 use xiangqi::game::{Game, GameConfig, MoveNature, Natures, Outcome, Reason, classify_move};
 use xiangqi::notation::Chinese;
 use xiangqi::{Color, Move, Position};
@@ -90,24 +93,6 @@ fn cycle(fen: &str, moves: &[&str], natures: &[&str]) -> Game {
         game.push(mv).unwrap();
     }
     game
-}
-
-fn assert_win(game: &Game, winner: Color, reason: Reason, article: &str) {
-    match game.outcome() {
-        Outcome::Win { winner: w, verdict } => {
-            assert_eq!((w, verdict.reason, verdict.article), (winner, reason, article), "{:?}", game.outcome());
-        }
-        other => panic!("expected {winner} to win by {reason} ({article}), got {other:?}"),
-    }
-}
-
-fn assert_draw(game: &Game, article: &str) {
-    match game.outcome() {
-        Outcome::Draw { verdict } => {
-            assert_eq!((verdict.reason, verdict.article), (Reason::AllowedRepetition, article), "{:?}", game.outcome())
-        }
-        other => panic!("expected a draw ({article}), got {other:?}"),
-    }
 }
 
 /// Black's chases of protected pieces through the elephant's eye (module doc), as natures.
@@ -217,7 +202,7 @@ fn article_26_9_both_sides_must_vary_is_a_draw() {
         &["g1h1", "b6d6", "h1g1", "d6b6"],
         &["chase h9 rook", "chase a7 unprotected", "chase g9 rook", "chase e7 unprotected"],
     );
-    assert_draw(&game, "26.9");
+    assert_draw(&game, Reason::AllowedRepetition, "26.9");
 }
 
 /// 26.9 (除上述情况外，双方不变作和): neither side must vary. Red's horse i1/g2, with the rook i0
@@ -231,7 +216,7 @@ fn article_26_9_neither_side_must_vary_is_a_draw() {
         &["i1g2", "b6d6", "g2i1", "d6b6"],
         &["chase i3 protected", EYE_CHASES[0], "chase g0 protected", EYE_CHASES[1]],
     );
-    assert_draw(&game, "26.9");
+    assert_draw(&game, Reason::AllowedRepetition, "26.9");
 }
 
 /// 26.9 (凡单方长捉车，对方联合捉车，前者变着): Red's cannon g2/i2 alone hits the black rooks on g9
@@ -309,7 +294,7 @@ fn figure_3_chases_of_unprotected_horses_against_chases_of_rooks_are_a_draw() {
         &["相五退三", "车8平7", "相三进五", "车7平8"],
         &["chase c0 unprotected", "chase g5 rook", "chase c2 unprotected", "chase h6 rook"],
     );
-    assert_draw(&game, "26.9");
+    assert_draw(&game, Reason::AllowedRepetition, "26.9");
 }
 
 /// Figure 4 (line 249): 1.车七退五(闲) 将5退1(闲) 2.车七进五(将) 将5进1(闲); one check and one
@@ -324,7 +309,7 @@ fn figure_4_one_check_one_idle_against_idle_moves_is_a_draw() {
         &["车七退五", "将5退1", "车七进五", "将5进1"],
         &["idle", "idle", "check", "idle"],
     );
-    assert_draw(&game, "25.2");
+    assert_draw(&game, Reason::AllowedRepetition, "25.2");
 }
 
 /// Figure 5 (line 255): 1.马四退六(捉) 象9进7(闲) 2.马六进四(捉) 象7退9(闲); Red chases
@@ -353,7 +338,7 @@ fn figure_5_chases_against_idle_elephant_moves_must_vary() {
 fn article_26_1_perpetual_chase_by_the_king_is_allowed() {
     let fen = "4k4/9/9/4p4/9/9/9/9/3c5/4Kc3 w - - 0 1";
     let game = cycle(fen, &moves_king(), &["idle", "idle", "idle", "idle"]);
-    assert_draw(&game, "25.2");
+    assert_draw(&game, Reason::AllowedRepetition, "25.2");
     // The king does attack them: after its step and Black's reply it can take a cannon that
     // nothing guards.
     for (prefix, capture) in [(&moves_king()[..2], "e1d1"), (&moves_king()[..], "e0f0")] {
@@ -378,7 +363,7 @@ fn moves_king() -> [&'static str; 4] {
 fn article_26_1_perpetual_chase_by_a_pawn_is_allowed() {
     let moves = ["d6e6", "f9f8", "e6d6", "f8f9"];
     let pawn = cycle("5k3/9/3nc4/3P5/9/9/9/9/9/3K5 w - - 0 1", &moves, &["idle", "idle", "idle", "idle"]);
-    assert_draw(&pawn, "25.2");
+    assert_draw(&pawn, Reason::AllowedRepetition, "25.2");
     let rook = cycle(
         "5k3/9/3nc4/3R5/9/9/9/9/9/3K5 w - - 0 1",
         &moves,
@@ -401,5 +386,5 @@ fn article_26_2_pawn_moves_that_uncover_rook_chases_are_a_perpetual_chase() {
     );
     assert_win(&uncovering, Color::Black, Reason::PerpetualChase, "25.3");
     let bare = cycle("5k3/9/3nn4/9/3P5/9/9/9/9/4K4 w - - 0 1", &moves, &["idle", "idle", "idle", "idle"]);
-    assert_draw(&bare, "25.2");
+    assert_draw(&bare, Reason::AllowedRepetition, "25.2");
 }

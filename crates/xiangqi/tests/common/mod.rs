@@ -1,11 +1,12 @@
-//! Shared helpers for the integration tests: seeded random games.
+//! Shared helpers for the integration tests: seeded random games, assertions on game outcomes.
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod naive;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use xiangqi::{Move, Position};
+use xiangqi::game::{Game, Outcome, Reason};
+use xiangqi::{Color, Move, Position};
 
 /// A random game: the start position and the legal moves played from it.
 pub struct RandomGame {
@@ -64,4 +65,24 @@ pub fn random_games(seed: u64, count: usize, max_plies: usize) -> Vec<RandomGame
             random_game(&mut rng, plies, bias)
         })
         .collect()
+}
+
+/// Asserts that `winner` has won `game` by `reason` under `article`.
+pub fn assert_win(game: &Game, winner: Color, reason: Reason, article: &str) {
+    match game.outcome() {
+        Outcome::Win { winner: w, verdict } => {
+            assert_eq!((w, verdict.reason, verdict.article), (winner, reason, article), "{:?}", game.outcome());
+        }
+        other => panic!("expected {winner} to win by {reason} ({article}), got {other:?}"),
+    }
+}
+
+/// Asserts that `game` is drawn by `reason` under `article`.
+pub fn assert_draw(game: &Game, reason: Reason, article: &str) {
+    match game.outcome() {
+        Outcome::Draw { verdict } => {
+            assert_eq!((verdict.reason, verdict.article), (reason, article), "{:?}", game.outcome())
+        }
+        other => panic!("expected a draw by {reason} ({article}), got {other:?}"),
+    }
 }
