@@ -62,7 +62,7 @@ impl Bitboard {
     /// The set mirrored left-right.
     #[must_use]
     pub fn mirror(self) -> Bitboard {
-        self.into_iter().map(|sq| Bitboard::from_square(sq.mirror())).fold(Bitboard::EMPTY, |a, b| a | b)
+        self.map(Square::mirror).collect()
     }
 }
 
@@ -87,6 +87,13 @@ impl Iterator for Bitboard {
 }
 
 impl ExactSizeIterator for Bitboard {}
+
+impl FromIterator<Square> for Bitboard {
+    /// The set of the given squares.
+    fn from_iter<I: IntoIterator<Item = Square>>(squares: I) -> Bitboard {
+        squares.into_iter().fold(Bitboard::EMPTY, |b, sq| b | Bitboard::from_square(sq))
+    }
+}
 
 macro_rules! bit_op {
     ($tr:ident, $f:ident, $tra:ident, $fa:ident, $op:tt) => {

@@ -98,7 +98,7 @@ impl<'a> Chase<'a> {
     /// The victim's pieces that can never be chased.
     fn unchaseable(&self) -> Bitboard {
         let pawns = self.pieces(self.victim, PieceKind::Pawn);
-        let uncrossed = pawns.filter(|s| s.on_own_side(self.victim)).fold(Bitboard::EMPTY, |b, s| b | square(s));
+        let uncrossed: Bitboard = pawns.filter(|s| s.on_own_side(self.victim)).collect();
         self.pieces(self.victim, PieceKind::King) | uncrossed
     }
 
@@ -163,8 +163,8 @@ impl<'a> Chase<'a> {
         // A horse attacks back through a point diagonal to its target; with all of those empty
         // every attacked horse attacks back, else FSF asks each horse (and then ignores pins).
         if kind == PieceKind::Horse && !(neighbours(attacker, &DIAGONAL) & occupied).is_empty() {
-            let back = same.filter(|&h| reach(self.victim, kind, h, occupied).contains(attacker));
-            return back.fold(targets, |t, h| t & !square(h));
+            let back: Bitboard = same.filter(|&h| reach(self.victim, kind, h, occupied).contains(attacker)).collect();
+            return targets & !back;
         }
         targets & !(same & !self.pins)
     }
@@ -243,8 +243,7 @@ fn king_blockers(pos: &Position, color: Color) -> Bitboard {
 /// `color` on it (if it has only one there), whatever stands between.
 fn shared_file_pin(pos: &Position, color: Color) -> Bitboard {
     let enemy_king = pos.king(!color);
-    let on_file = pos.color_bb(color).filter(|s| s.file() == enemy_king.file());
-    let on_file = on_file.fold(Bitboard::EMPTY, |b, s| b | square(s));
+    let on_file: Bitboard = pos.color_bb(color).filter(|s| s.file() == enemy_king.file()).collect();
     let own_king = square(pos.king(color));
     let others = on_file & !own_king;
     if !(on_file & own_king).is_empty() && !others.more_than_one() { others } else { Bitboard::EMPTY }
@@ -273,7 +272,7 @@ fn attacks_from(pos: &Position, color: Color, kind: PieceKind, from: Square) -> 
     let uncrossed_pawn = kind == PieceKind::Pawn && from.on_own_side(color);
     reach(color, kind, from, pos.occupied_bb())
         .filter(|s| may_stand(color, kind, *s) && (!uncrossed_pawn || s.file() == from.file()))
-        .fold(Bitboard::EMPTY, |b, s| b | square(s))
+        .collect()
 }
 
 /// FSF's `attacks_bb`: what a piece of `color` and `kind` on `from` attacks with the occupancy
@@ -288,7 +287,7 @@ fn reach(color: Color, kind: PieceKind, from: Square, occupied: Bitboard) -> Bit
             .iter()
             .filter(|&&(df, dr)| step(from, df, dr).is_some_and(|eye| !occupied.contains(eye)))
             .filter_map(|&(df, dr)| step(from, 2 * df, 2 * dr))
-            .fold(Bitboard::EMPTY, |b, s| b | square(s)),
+            .collect(),
         PieceKind::Advisor => neighbours(from, &DIAGONAL),
         PieceKind::King => neighbours(from, &ORTHOGONAL),
         PieceKind::Pawn => {
@@ -326,7 +325,7 @@ fn step(s: Square, df: i32, dr: i32) -> Option<Square> {
 
 /// The points one step from `s` in the given directions.
 fn neighbours(s: Square, directions: &[(i32, i32)]) -> Bitboard {
-    directions.iter().filter_map(|&(df, dr)| step(s, df, dr)).fold(Bitboard::EMPTY, |b, n| b | square(n))
+    directions.iter().filter_map(|&(df, dr)| step(s, df, dr)).collect()
 }
 
 /// The rank and file through `s`, without `s`.
