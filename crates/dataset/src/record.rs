@@ -36,7 +36,7 @@ use arrow_array::{
 use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_schema::SchemaRef;
 use xiangqi::game::{Game, Outcome, Ruleset};
-use xiangqi::{Color, Move, Piece, PieceKind, Position, Setup, Square};
+use xiangqi::{Color, Move, Piece, Position, Setup, Square};
 
 use crate::error::{ArrowContext, DatasetError, Result};
 use crate::schema::{self, BOARD_BYTES, GAME_ID_BYTES};
@@ -360,10 +360,7 @@ pub fn decode_board(board: &[u8], side_to_move: Color) -> Result<Position> {
     for (cell, &code) in cells.iter_mut().zip(board) {
         *cell = match code {
             0 => None,
-            1..=14 => {
-                let i = usize::from(code - 1);
-                Some(Piece::new(Color::ALL[i / 7], PieceKind::ALL[i % 7]))
-            }
+            1..=14 => Piece::from_index(usize::from(code - 1)),
             _ => return Err(DatasetError::InvalidRecord(format!("board byte {code} above 14"))),
         };
     }

@@ -422,11 +422,7 @@ impl Position {
 
 #[inline]
 fn piece_from_code(code: u8) -> Option<Piece> {
-    if code == 0 {
-        return None;
-    }
-    let i = code as usize - 1;
-    Some(Piece::new(if i < 7 { Color::Red } else { Color::Black }, PieceKind::ALL[i % 7]))
+    (code as usize).checked_sub(1).and_then(Piece::from_index)
 }
 
 impl PartialEq for Position {

@@ -174,6 +174,16 @@ impl Piece {
     pub const fn index(self) -> usize {
         self.color.index() * 7 + self.kind.index()
     }
+
+    /// The piece with dense index 0..14 ([`Piece::index`]), if in range.
+    #[inline]
+    pub const fn from_index(index: usize) -> Option<Piece> {
+        if index >= 14 {
+            return None;
+        }
+        let color = if index < 7 { Color::Red } else { Color::Black };
+        Some(Piece { color, kind: PieceKind::ALL[index % 7] })
+    }
 }
 
 /// A file (column) `a`..`i`, counted from Red's left.
