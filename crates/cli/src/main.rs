@@ -1,5 +1,6 @@
 //! `xqz`: the one binary of xqzero, with a subcommand per role.
 
+mod bench;
 mod data;
 
 use std::process::ExitCode;
@@ -54,6 +55,11 @@ enum Command {
         #[command(subcommand)]
         command: data::DataCommand,
     },
+    /// Benchmarks that print numbers (the network; more in `cargo bench` and `scripts/bench*`).
+    Bench {
+        #[command(subcommand)]
+        command: bench::BenchCommand,
+    },
 }
 
 fn main() -> ExitCode {
@@ -79,6 +85,7 @@ fn run(command: Command) -> Result<()> {
             Ok(())
         }
         Command::Data { command } => data::run(command),
+        Command::Bench { command } => bench::run(command),
     }
 }
 

@@ -71,3 +71,48 @@ fn adjudicate_treats_a_move_after_the_end_as_illegal() {
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("e9e8"));
 }
+
+#[test]
+fn bench_net_prints_raw_and_service_throughput() {
+    let out = xqz(&[
+        "bench",
+        "net",
+        "--model",
+        "tiny",
+        "--device",
+        "cpu",
+        "--batches",
+        "1,8",
+        "--callers",
+        "4",
+        "--seconds",
+        "0.2",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("model tiny (2 blocks x 16 channels"), "{text}");
+    for (line, batch) in lines[1..3].iter().zip([1, 8]) {
+        let rate: f64 = line
+            .strip_prefix(&format!("raw batch {batch:>4}:"))
+            .and_then(|r| r.trim().strip_suffix(" positions/s"))
+            .unwrap_or_else(|| panic!("{line}"))
+            .trim()
+            .parse()
+            .unwrap();
+        assert!(rate > 0.0);
+    }
+    assert!(lines[3].starts_with("service, 4 callers:") && lines[3].contains("mean batch"), "{text}");
+}
+
+#[test]
+fn bench_net_refuses_a_missing_gpu_and_unknown_models() {
+    let out = xqz(&["bench", "net", "--model", "nope", "--device", "cpu"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown model \"nope\""));
+    if !tch::Cuda::is_available() {
+        let out = xqz(&["bench", "net", "--model", "tiny", "--device", "cuda:0"]);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("CUDA is not available"));
+    }
+}

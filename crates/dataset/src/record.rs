@@ -19,6 +19,7 @@
 //! let samples = SampleRecord::from_game(&record, &searches)?;
 //! assert_eq!(samples.len(), 2);
 //! assert_eq!(samples[1].plies_to_end, 1);
+//! assert_eq!((samples[1].quiet_plies, samples[1].repetitions), (1, 0)); // one quiet ply, a new position
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -35,7 +36,7 @@ use arrow_array::{
 };
 use arrow_buffer::{Buffer, OffsetBuffer};
 use arrow_schema::SchemaRef;
-use xiangqi::game::{Game, Outcome, Ruleset};
+use xiangqi::game::{Game, GameConfig, Outcome, Ruleset};
 use xiangqi::{Color, Move, Piece, Position, Setup, Square};
 
 use crate::error::{ArrowContext, DatasetError, Result};
@@ -277,12 +278,21 @@ pub struct SampleRecord {
     pub model_version: u64,
     /// Whether the search was a full one.
     pub full_search: bool,
+    /// Plies since the last capture: the position's halfmove clock (the start FEN's clock
+    /// included), saturated at `u16::MAX`.
+    pub quiet_plies: u16,
+    /// How many times the position occurred earlier in the game since the last capture
+    /// ([`Game::repetitions`]; 0 for a new position), saturated at `u8::MAX`.
+    pub repetitions: u8,
 }
 
 impl SampleRecord {
-    /// The samples of a game, one per ply: replays `game`'s moves from its start position and
-    /// pairs each position with the search made there (`searches[i]` for the position before
-    /// move `i`). Fails if the lengths differ or a move is illegal.
+    /// The samples of a game, one per ply: replays `game`'s moves from its start position with a
+    /// [`Game`] under the record's ruleset and pairs each position with the search made there
+    /// (`searches[i]` for the position before move `i`), its halfmove clock (`quiet_plies`) and
+    /// its [`Game::repetitions`]. Fails if the lengths differ, a move is illegal, or a move comes
+    /// after the replayed game has ended (the natural move limit and the length cap are not
+    /// applied in the replay, as the record does not store them).
     pub fn from_game(game: &GameRecord, searches: &[PlySearch]) -> Result<Vec<SampleRecord>> {
         if searches.len() != game.moves.len() {
             return Err(DatasetError::InvalidRecord(format!(
@@ -292,15 +302,19 @@ impl SampleRecord {
                 game.moves.len()
             )));
         }
-        let mut pos = game.start_position()?;
+        // Only the repetition count needs the game's history; the limits the record does not
+        // store are lifted so that they cannot end the replay early.
+        let config = GameConfig { ruleset: game.ruleset, natural_limit: Some(u32::MAX), max_plies: None };
+        let mut replay = Game::from_position(game.start_position()?, config);
         let len = game.moves.len() as u32;
         let mut out = Vec::with_capacity(searches.len());
         for (ply, (&mv, search)) in game.moves.iter().zip(searches).enumerate() {
+            let pos = replay.position();
             let side = pos.turn();
             out.push(SampleRecord {
                 game_id: game.game_id,
                 ply: ply as u32,
-                board: encode_board(&pos),
+                board: encode_board(pos),
                 side_to_move: side,
                 policy: search.policy.clone(),
                 root_wdl: search.root_wdl,
@@ -308,8 +322,10 @@ impl SampleRecord {
                 plies_to_end: len - ply as u32,
                 model_version: search.model_version,
                 full_search: search.full_search,
+                quiet_plies: u16::try_from(pos.halfmove_clock()).unwrap_or(u16::MAX),
+                repetitions: u8::try_from(replay.repetitions()).unwrap_or(u8::MAX),
             });
-            pos.play(mv).map_err(|e| DatasetError::InvalidRecord(format!("game {} ply {ply}: {e}", game.game_id)))?;
+            replay.push(mv).map_err(|e| DatasetError::InvalidRecord(format!("game {}: {e}", game.game_id)))?;
         }
         Ok(out)
     }
@@ -432,6 +448,14 @@ pub(crate) fn validate(game: &GameRecord, samples: &[SampleRecord]) -> Result<()
         if s.root_wdl.iter().any(|v| !v.is_finite()) {
             return bad(format!("ply {}: root_wdl not finite", s.ply));
         }
+        // Equal positions with the same side to move lie at least 4 plies apart, and no capture
+        // falls between them, so each repetition takes 4 quiet plies.
+        if s.quiet_plies < u16::MAX && u32::from(s.repetitions) * 4 > u32::from(s.quiet_plies) {
+            return bad(format!(
+                "ply {}: {} repetitions in {} plies since the last capture",
+                s.ply, s.repetitions, s.quiet_plies
+            ));
+        }
     }
     Ok(())
 }
@@ -505,6 +529,8 @@ pub fn samples_to_batch(records: &[SampleRecord], schema: SchemaRef) -> Result<R
         Arc::new(UInt32Array::from_iter_values(records.iter().map(|r| r.plies_to_end))),
         Arc::new(UInt64Array::from_iter_values(records.iter().map(|r| r.model_version))),
         Arc::new(BooleanArray::from(records.iter().map(|r| r.full_search).collect::<Vec<_>>())),
+        Arc::new(UInt16Array::from_iter_values(records.iter().map(|r| r.quiet_plies))),
+        Arc::new(UInt8Array::from_iter_values(records.iter().map(|r| r.repetitions))),
     ];
     RecordBatch::try_new(schema, columns).arrow(|| "building a samples batch".into())
 }
@@ -667,6 +693,8 @@ pub(crate) fn batch_to_samples(batch: &RecordBatch, path: &Path) -> Result<Vec<S
     let to_end = cols.primitive::<UInt32Type>(PLIES_TO_END)?;
     let models = cols.primitive::<UInt64Type>(MODEL_VERSION)?;
     let full = cols.get::<BooleanArray>(FULL_SEARCH)?;
+    let quiet = cols.primitive::<UInt16Type>(QUIET_PLIES)?;
+    let repetitions = cols.primitive::<UInt8Type>(REPETITIONS)?;
     let mut out = Vec::with_capacity(batch.num_rows());
     for row in 0..batch.num_rows() {
         let mut board = [0u8; BOARD_BYTES];
@@ -689,6 +717,8 @@ pub(crate) fn batch_to_samples(batch: &RecordBatch, path: &Path) -> Result<Vec<S
             plies_to_end: to_end[row],
             model_version: models[row],
             full_search: full.value(row),
+            quiet_plies: quiet[row],
+            repetitions: repetitions[row],
         });
     }
     Ok(out)

@@ -24,6 +24,7 @@
 //! assert_eq!(batches.len(), 2); // 4 samples in the window, batches of 2
 //! assert_eq!(batches[0].boards.len(), 2 * 90);
 //! assert_eq!(batches[0].wdl_target.len(), 2 * 3);
+//! assert_eq!((batches[0].quiet_plies.len(), batches[0].repetitions.len()), (2, 2));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -35,10 +36,11 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use arrow_array::types::{UInt8Type, UInt32Type};
+use arrow_array::types::{UInt8Type, UInt16Type, UInt32Type};
 use arrow_array::{BooleanArray, Int8Array};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use xiangqi::Color;
 
 use crate::dataset::{Dataset, RecoveryReport};
 use crate::error::{DatasetError, Result};
@@ -188,6 +190,8 @@ pub struct SampleColumns {
     result: Vec<i8>,
     plies_to_end: Vec<u32>,
     full_search: Vec<bool>,
+    quiet_plies: Vec<u16>,
+    repetitions: Vec<u8>,
 }
 
 impl SampleColumns {
@@ -215,6 +219,8 @@ impl SampleColumns {
             out.result.extend_from_slice(cols.get::<Int8Array>(samples::RESULT)?.values());
             out.plies_to_end.extend_from_slice(cols.primitive::<UInt32Type>(samples::PLIES_TO_END)?);
             out.full_search.extend(cols.get::<BooleanArray>(samples::FULL_SEARCH)?.values().iter());
+            out.quiet_plies.extend_from_slice(cols.primitive::<UInt16Type>(samples::QUIET_PLIES)?);
+            out.repetitions.extend_from_slice(cols.primitive::<UInt8Type>(samples::REPETITIONS)?);
             out.len += batch.num_rows();
         }
         if out.side.iter().any(|&s| s > 1) || out.result.iter().any(|r| !(-1..=1).contains(r)) {
@@ -262,6 +268,10 @@ pub struct Batch {
     pub plies_to_end: Vec<f32>,
     /// 1 where the search was full (the policy target counts), else 0, `[size]`.
     pub full_search: Vec<u8>,
+    /// Plies since the last capture (halfmove clock, saturated at `u16::MAX`), `[size]`.
+    pub quiet_plies: Vec<u16>,
+    /// Earlier occurrences of the position since the last capture (saturated at `u8::MAX`), `[size]`.
+    pub repetitions: Vec<u8>,
     /// 1 where the row was mirrored, `[size]`.
     pub mirrored: Vec<u8>,
 }
@@ -285,6 +295,8 @@ impl Batch {
             root_wdl: Vec::with_capacity(size * 3),
             plies_to_end: Vec::with_capacity(size),
             full_search: Vec::with_capacity(size),
+            quiet_plies: Vec::with_capacity(size),
+            repetitions: Vec::with_capacity(size),
             mirrored: Vec::with_capacity(size),
         }
     }
@@ -300,15 +312,16 @@ impl Batch {
         self.policy_moves[a..b].iter().copied().zip(self.policy_probs[a..b].iter().copied())
     }
 
-    /// Dense policy targets `[size * width]`, placing each move code at `index(code)`; entries
-    /// whose index is `None` or out of range are dropped. The network crate passes its policy
-    /// index here.
-    pub fn policy_dense_with(&self, width: usize, index: impl Fn(u16) -> Option<usize>) -> Vec<f32> {
+    /// Dense policy targets `[size * width]`, placing each entry of row `i` at
+    /// `index(code, side to move of row i)`; entries whose index is `None` or out of range are
+    /// dropped. The trainer passes the network's policy index, which depends on the side to move.
+    pub fn policy_dense_with(&self, width: usize, index: impl Fn(u16, Color) -> Option<usize>) -> Vec<f32> {
         let mut out = vec![0.0; self.size * width];
         for i in 0..self.size {
+            let side = if self.side_to_move[i] == 0 { Color::Red } else { Color::Black };
             let row = &mut out[i * width..(i + 1) * width];
             for (code, p) in self.policy(i) {
-                if let Some(j) = index(code).filter(|&j| j < width) {
+                if let Some(j) = index(code, side).filter(|&j| j < width) {
                     row[j] += p;
                 }
             }
@@ -318,7 +331,7 @@ impl Batch {
 
     /// Dense policy targets over raw move codes, `[size * MOVE_CODES]`.
     pub fn policy_dense(&self) -> Vec<f32> {
-        self.policy_dense_with(MOVE_CODES, |code| Some(usize::from(code)))
+        self.policy_dense_with(MOVE_CODES, |code, _| Some(usize::from(code)))
     }
 }
 
@@ -470,6 +483,8 @@ impl ReplayWindow {
         batch.root_wdl.extend_from_slice(&data.root_wdl[row * 3..row * 3 + 3]);
         batch.plies_to_end.push(data.plies_to_end[row] as f32);
         batch.full_search.push(u8::from(data.full_search[row]));
+        batch.quiet_plies.push(data.quiet_plies[row]);
+        batch.repetitions.push(data.repetitions[row]);
         batch.mirrored.push(u8::from(mirror));
         batch.size += 1;
     }

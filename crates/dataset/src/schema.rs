@@ -19,7 +19,9 @@ use std::sync::Arc;
 use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
 
 /// Version of the two schemas. Readers refuse shards with another version.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// Version 2 added `quiet_plies` and `repetitions` to the samples schema.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Number of bytes of an encoded board.
 pub const BOARD_BYTES: usize = 90;
@@ -125,6 +127,12 @@ pub mod samples {
     pub const MODEL_VERSION: &str = "model_version";
     /// `bool`: whether the search was a full one (its policy is a training target) or a cheap one.
     pub const FULL_SEARCH: &str = "full_search";
+    /// `uint16`: plies since the last capture (the position's halfmove clock, counting the start
+    /// FEN's), saturated at 65535.
+    pub const QUIET_PLIES: &str = "quiet_plies";
+    /// `uint8`: how many times the position occurred earlier in the game since the last capture
+    /// (`xiangqi::game::Game::repetitions`; 0 for a new position), saturated at 255.
+    pub const REPETITIONS: &str = "repetitions";
     /// Field name of a policy entry's move code.
     pub const POLICY_MOVE: &str = "move";
     /// Field name of a policy entry's probability.
@@ -207,6 +215,8 @@ pub fn samples_schema() -> Schema {
             Field::new(PLIES_TO_END, DataType::UInt32, false),
             Field::new(MODEL_VERSION, DataType::UInt64, false),
             Field::new(FULL_SEARCH, DataType::Boolean, false),
+            Field::new(QUIET_PLIES, DataType::UInt16, false),
+            Field::new(REPETITIONS, DataType::UInt8, false),
         ],
         base_metadata(KIND_SAMPLES),
     )
@@ -280,7 +290,7 @@ mod tests {
     fn schemas_are_self_compatible_and_versioned() {
         for schema in [games_schema(), samples_schema()] {
             assert_eq!(check_compatible(&schema, &schema), Ok(()));
-            assert_eq!(schema.metadata()[meta::SCHEMA_VERSION], "1");
+            assert_eq!(schema.metadata()[meta::SCHEMA_VERSION], "2");
         }
         let err = check_compatible(&games_schema(), &samples_schema()).unwrap_err();
         assert!(err.contains("xqz.kind"), "{err}");

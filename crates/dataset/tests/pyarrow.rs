@@ -40,6 +40,7 @@ samples_type = {
     "game_id": pa.binary(16), "ply": pa.uint32(), "board": pa.binary(90), "side_to_move": pa.uint8(),
     "policy": pa.list_(pa.field("item", entry, False)), "root_wdl": pa.list_(pa.field("item", pa.float32(), False), 3),
     "result": pa.int8(), "plies_to_end": pa.uint32(), "model_version": pa.uint64(), "full_search": pa.bool_(),
+    "quiet_plies": pa.uint16(), "repetitions": pa.uint8(),
 }
 manifest = json.load(open(f"{folder}/manifest.json"))
 def check(table, types, kind, rows):
@@ -49,10 +50,10 @@ def check(table, types, kind, rows):
         assert got[name] == t, (kind, name, str(got[name]), str(t))
         assert not table.schema.field(name).nullable, (kind, name)
     meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
-    assert meta["xqz.schema_version"] == "1" and meta["xqz.kind"] == kind, meta
+    assert meta["xqz.schema_version"] == "2" and meta["xqz.kind"] == kind, meta
     assert meta["xqz.ruleset"] == "chinese2011", meta
     assert table.num_rows == rows, (kind, table.num_rows, rows)
-games = samples = 0
+games = samples = quiet_max = 0
 for shard in manifest["shards"]:
     g = ipc.open_file(f"{folder}/{shard['games_file']}").read_all()
     s = ipc.open_file(f"{folder}/{shard['samples_file']}").read_all()
@@ -66,7 +67,16 @@ for shard in manifest["shards"]:
     games += g.num_rows; samples += s.num_rows
     for row in s.column("policy").to_pylist():
         assert abs(sum(e["p"] for e in row) - 1) < 1e-4
+    # quiet_plies is the halfmove clock: it starts at 0 and grows by one per ply or resets to 0.
+    last = {}
+    for gid, ply, quiet, reps in zip(s.column("game_id").to_pylist(), s.column("ply").to_pylist(),
+                                     s.column("quiet_plies").to_pylist(), s.column("repetitions").to_pylist()):
+        assert quiet in (0, last[gid] + 1) if gid in last else quiet == ply == 0, (gid, ply, quiet, last.get(gid))
+        assert 4 * reps <= quiet, (gid, ply, quiet, reps)
+        last[gid] = quiet
+        quiet_max = max(quiet_max, quiet)
 assert [games, samples] == [want["games"], want["samples"]], (games, samples, want)
+assert quiet_max > 0, quiet_max
 check(pq.read_table(f"{parquet_dir}/games.parquet"), games_type, "games", games)
 check(pq.read_table(f"{parquet_dir}/samples.parquet"), samples_type, "samples", samples)
 print("ok", len(manifest["shards"]), games, samples)

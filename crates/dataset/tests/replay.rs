@@ -49,6 +49,8 @@ fn mirrored_policy_mass_sits_on_the_mirrored_legal_moves() {
             let original = &by_tag[tag(&batch, i)];
             let side = if batch.side_to_move[i] == 0 { Color::Red } else { Color::Black };
             assert_eq!(side, original.side_to_move);
+            // Mirroring leaves the per-position counters alone.
+            assert_eq!((batch.quiet_plies[i], batch.repetitions[i]), (original.quiet_plies, original.repetitions));
             // The batch's board is a legal position: the original, mirrored when flagged.
             let pos = decode_board(batch.board(i), side).unwrap();
             let source = decode_board(&original.board, side).unwrap();
@@ -143,6 +145,8 @@ fn result_targets_follow_the_side_to_move() {
             assert_eq!(batch.wdl_target[i * 3..i * 3 + 3], want);
             assert_eq!(batch.plies_to_end[i], original.plies_to_end as f32);
             assert_eq!(batch.full_search[i], u8::from(original.full_search));
+            assert_eq!(batch.quiet_plies[i], original.quiet_plies);
+            assert_eq!(batch.repetitions[i], original.repetitions);
             checked += 1;
         }
     }

@@ -4,8 +4,12 @@ mod common;
 
 use std::time::Duration;
 
+use xiangqi::game::{Game, GameConfig};
 use xqz_dataset::schema::{self, meta};
-use xqz_dataset::{Compression, Dataset, DatasetError, DatasetWriter, ShardKind, read_ipc_file};
+use xqz_dataset::{
+    Compression, Dataset, DatasetError, DatasetWriter, GameId, GameRecord, PlySearch, PolicyEntry, ReplayConfig,
+    ReplayWindow, SampleRecord, ShardKind, WindowSize, read_ipc_file,
+};
 
 use common::*;
 
@@ -54,7 +58,7 @@ fn shards_describe_themselves() {
     for (kind, base) in [(ShardKind::Games, schema::games_schema()), (ShardKind::Samples, schema::samples_schema())] {
         let data = read_ipc_file(&dataset.shard_path(shard, kind), &base, Some(shard.id)).unwrap();
         let m = data.schema.metadata();
-        assert_eq!(m[meta::SCHEMA_VERSION], "1");
+        assert_eq!(m[meta::SCHEMA_VERSION], "2");
         assert_eq!(m[meta::KIND], kind.name());
         assert_eq!(m[meta::RULESET], "chinese2011");
         assert_eq!(m[meta::MODEL_VERSION_MIN], "1");
@@ -131,10 +135,96 @@ fn inconsistent_records_are_rejected() {
             s[0].policy[0].p = f32::NAN;
             s
         }),
+        ("repetitions without quiet plies", {
+            let mut s = s0.clone();
+            s[0].quiet_plies = 3;
+            s[0].repetitions = 1;
+            s
+        }),
     ];
     for (what, samples) in cases {
         let err = writer.append(g0.clone(), samples).unwrap_err();
         assert!(matches!(err, DatasetError::InvalidRecord(_)), "{what}: {err}");
     }
     assert_eq!(writer.pending_games(), 0, "rejected games are not buffered");
+}
+
+#[test]
+fn quiet_plies_and_repetitions_follow_the_game() {
+    // Two quiet plies, a capture (ply 2), then both sides shuffle a piece back and forth so that
+    // the position after the capture comes back at plies 7 and 11. The 2011 rules do not count
+    // the position right after a capture as an occurrence, so the game goes on until the
+    // position after ply 4's move comes back a third time, at the end.
+    let moves = ["a3a4", "a6a5", "h2h9", "i9i8", "b2b1", "i8i9", "b1b2", "i9i8", "b2b1", "i8i9", "b1b2", "i9i8"];
+    let mut game = Game::new(GameConfig::default());
+    let mut expected_repetitions = Vec::new();
+    for mv in moves {
+        expected_repetitions.push(game.repetitions());
+        game.push_str(mv).unwrap();
+    }
+    assert!(game.outcome().is_over(), "{:?}", game.outcome());
+    let record = GameRecord::from_game(&game, GameId::from_u128(7)).unwrap();
+    let searches: Vec<PlySearch> = record
+        .moves
+        .iter()
+        .enumerate()
+        .map(|(i, &mv)| PlySearch::full(vec![PolicyEntry { mv, p: 1.0 }], [i as f32, 0.0, 0.0], 1))
+        .collect();
+    let samples = SampleRecord::from_game(&record, &searches).unwrap();
+    let quiet: Vec<u16> = samples.iter().map(|s| s.quiet_plies).collect();
+    let repetitions: Vec<u8> = samples.iter().map(|s| s.repetitions).collect();
+    assert_eq!(quiet, [0, 1, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(repetitions, [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2]);
+    assert_eq!(repetitions.iter().map(|&r| u32::from(r)).collect::<Vec<_>>(), expected_repetitions);
+
+    // Stored and read back unchanged, and carried into replay batches, mirrored or not.
+    let dir = tempfile::tempdir().unwrap();
+    write_all(dir.path(), small_shards(10_000, Compression::Zstd), &[(record, samples.clone())]);
+    assert_eq!(Dataset::open(dir.path()).unwrap().samples().unwrap(), samples);
+    for mirror_probability in [0.0, 1.0] {
+        let config = ReplayConfig {
+            window: WindowSize::Fixed(usize::MAX),
+            batch_size: 5,
+            drop_last: false,
+            epochs: Some(1),
+            mirror_probability,
+            ..ReplayConfig::default()
+        };
+        let window = ReplayWindow::open(dir.path(), config).unwrap();
+        let mut seen = 0;
+        for batch in window.epoch(0) {
+            assert_eq!((batch.quiet_plies.len(), batch.repetitions.len()), (batch.size, batch.size));
+            for i in 0..batch.size {
+                let ply = batch.root_wdl[i * 3] as usize;
+                assert_eq!(batch.mirrored[i], mirror_probability as u8);
+                assert_eq!((batch.quiet_plies[i], batch.repetitions[i]), (quiet[ply], repetitions[ply]), "ply {ply}");
+                seen += 1;
+            }
+        }
+        assert_eq!(seen, samples.len());
+    }
+}
+
+#[test]
+fn shards_of_the_previous_schema_version_are_refused() {
+    let games = games(7, 0, 1, &short());
+    let dir = tempfile::tempdir().unwrap();
+    write_all(dir.path(), small_shards(10_000, Compression::Zstd), &games);
+    // The manifest of an older dataset.
+    let manifest = dir.path().join(xqz_dataset::manifest::MANIFEST_FILE);
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let old = text.replace(&format!("\"schema_version\": {}", schema::SCHEMA_VERSION), "\"schema_version\": 1");
+    assert_ne!(old, text);
+    std::fs::write(&manifest, old).unwrap();
+    let err = Dataset::open(dir.path()).unwrap_err();
+    assert!(matches!(err, DatasetError::Manifest { .. }), "{err}");
+    assert!(err.to_string().contains("schema version 1 (this build reads 2)"), "{err}");
+    // A version-1 samples schema (without the two columns) is refused by the shard check.
+    let mut fields: Vec<_> = schema::samples_schema().fields().iter().cloned().collect();
+    fields.truncate(fields.len() - 2);
+    let mut metadata = schema::samples_schema().metadata().clone();
+    metadata.insert(meta::SCHEMA_VERSION, "1");
+    let v1 = arrow_schema::Schema::new_with_metadata(fields, metadata);
+    let err = schema::check_compatible(&schema::samples_schema(), &v1).unwrap_err();
+    assert!(err.contains("xqz.schema_version"), "{err}");
 }

@@ -334,6 +334,24 @@ impl Game {
         self.plies.is_empty()
     }
 
+    /// How many times the current position occurred before in this game, since the last capture
+    /// (0 for a new position): the repetition count that a network input or a UI shows.
+    ///
+    /// ```
+    /// use xiangqi::game::Game;
+    /// let mut game = Game::new(Default::default());
+    /// for mv in ["h2e2", "h9g7", "e2h2", "g7h9"] {
+    ///     game.push_str(mv)?;
+    /// }
+    /// assert_eq!(game.repetitions(), 1);
+    /// # Ok::<(), xiangqi::game::GameError>(())
+    /// ```
+    pub fn repetitions(&self) -> u32 {
+        let current = self.pos.hash();
+        (self.anchor_ply..self.plies.len()).rev().skip(1).step_by(2).filter(|&i| self.hash_at(i) == current).count()
+            as u32
+    }
+
     /// The current state: ongoing, or how the game ended.
     pub fn outcome(&self) -> Outcome {
         self.outcome

@@ -1,0 +1,113 @@
+//! Model sizes: the `models/*.toml` files, compiled in, or any TOML file of the same shape.
+//!
+//! ```
+//! use xqz_net::ModelConfig;
+//! let tiny = ModelConfig::builtin("tiny")?;
+//! assert_eq!((tiny.blocks, tiny.channels), (2, 16));
+//! assert!(ModelConfig::builtin("huge").is_err());
+//! # Ok::<(), xqz_net::ConfigError>(())
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The built-in configurations, by name.
+const BUILTIN: [(&str, &str); 3] = [
+    ("tiny", include_str!("../../../models/tiny.toml")),
+    ("small", include_str!("../../../models/small.toml")),
+    ("standard", include_str!("../../../models/standard.toml")),
+];
+
+/// A network's shape: a residual tower and its two heads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// A name for logs and checkpoints.
+    pub name: String,
+    /// Residual blocks.
+    pub blocks: u32,
+    /// Filters of each 3x3 convolution in the tower.
+    pub channels: u32,
+    /// Squeeze-excitation reduction ratio (channels / ratio hidden units); 0 turns it off.
+    pub se_ratio: u32,
+    /// 1x1 filters of the policy head before its linear layer.
+    pub policy_channels: u32,
+    /// 1x1 filters of the value head.
+    pub value_channels: u32,
+    /// Hidden units of the value head.
+    pub value_hidden: u32,
+}
+
+/// A model configuration that cannot be read or makes no network.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// Not a built-in name, and no such file.
+    #[error("unknown model {0:?} (built in: tiny, small, standard; or a path to a .toml file)")]
+    Unknown(String),
+    /// The file cannot be read.
+    #[error("cannot read model config {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The text is not a model config.
+    #[error("bad model config {origin}: {message}")]
+    Parse {
+        /// The name or file it came from.
+        origin: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl ModelConfig {
+    /// A built-in configuration: `tiny`, `small` or `standard`.
+    pub fn builtin(name: &str) -> Result<ModelConfig, ConfigError> {
+        let (_, text) =
+            BUILTIN.iter().find(|(n, _)| *n == name).ok_or_else(|| ConfigError::Unknown(name.to_string()))?;
+        ModelConfig::from_toml(text, name)
+    }
+
+    /// A built-in name or the path of a TOML file.
+    pub fn resolve(name_or_path: &str) -> Result<ModelConfig, ConfigError> {
+        let path = Path::new(name_or_path);
+        if BUILTIN.iter().any(|(n, _)| *n == name_or_path) || !path.exists() {
+            return ModelConfig::builtin(name_or_path);
+        }
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_path_buf(), source })?;
+        ModelConfig::from_toml(&text, &path.display().to_string())
+    }
+
+    /// Parses and checks a TOML text; `origin` names it in errors.
+    pub fn from_toml(text: &str, origin: &str) -> Result<ModelConfig, ConfigError> {
+        let parse = |message: String| ConfigError::Parse { origin: origin.to_string(), message };
+        let config: ModelConfig = toml::from_str(text).map_err(|e| parse(e.to_string()))?;
+        config.validate().map_err(parse)?;
+        Ok(config)
+    }
+
+    /// The reason this configuration makes no network, if any.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("blocks", self.blocks),
+            ("channels", self.channels),
+            ("policy_channels", self.policy_channels),
+            ("value_channels", self.value_channels),
+            ("value_hidden", self.value_hidden),
+        ];
+        if let Some((field, _)) = positive.iter().find(|(_, v)| *v == 0) {
+            return Err(format!("{field} must be at least 1"));
+        }
+        if let Some((field, _)) = positive.iter().find(|(_, v)| *v > 4096) {
+            return Err(format!("{field} over 4096"));
+        }
+        if self.se_ratio > 0 && self.channels / self.se_ratio == 0 {
+            return Err(format!("se_ratio {} leaves no hidden unit for {} channels", self.se_ratio, self.channels));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,216 @@
+//! The network: a residual tower with a policy head (2086 logits) and a win/draw/loss value head.
+//!
+//! ```
+//! use xqz_net::{ModelConfig, Network, encoding::{self, History, INPUT_SIZE}, policy::POLICY_SIZE};
+//!
+//! let net = Network::new(&ModelConfig::builtin("tiny")?, tch::Device::Cpu);
+//! let mut input = vec![0.0; INPUT_SIZE];
+//! encoding::encode_position(&xiangqi::Position::startpos(), History::default(), &mut input);
+//! let out = net.predict(&input)?;
+//! assert_eq!(out.policy_logits.len(), POLICY_SIZE);
+//! assert!((out.wdl[0..3].iter().sum::<f32>() - 1.0).abs() < 1e-5);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use tch::nn::{self, ModuleT};
+use tch::{Device, Kind, Tensor};
+
+use crate::config::ModelConfig;
+use crate::encoding::{HEIGHT, INPUT_SIZE, PLANES, WIDTH};
+use crate::policy::POLICY_SIZE;
+
+const SQUARES: i64 = (HEIGHT * WIDTH) as i64;
+
+/// A convolution without bias followed by batch normalisation.
+#[derive(Debug)]
+struct ConvBn {
+    conv: nn::Conv2D,
+    bn: nn::BatchNorm,
+}
+
+impl ConvBn {
+    fn new(p: nn::Path, inputs: i64, outputs: i64, kernel: i64) -> ConvBn {
+        let config = nn::ConvConfig { padding: kernel / 2, bias: false, ..Default::default() };
+        ConvBn {
+            conv: nn::conv2d(&p / "conv", inputs, outputs, kernel, config),
+            bn: nn::batch_norm2d(&p / "bn", outputs, Default::default()),
+        }
+    }
+
+    fn forward_t(&self, x: &Tensor, train: bool) -> Tensor {
+        self.bn.forward_t(&x.apply(&self.conv), train)
+    }
+}
+
+/// Squeeze-excitation: per-channel gates computed from the channels' board averages.
+#[derive(Debug)]
+struct SqueezeExcite {
+    reduce: nn::Linear,
+    expand: nn::Linear,
+}
+
+impl SqueezeExcite {
+    fn new(p: nn::Path, channels: i64, hidden: i64) -> SqueezeExcite {
+        SqueezeExcite {
+            reduce: nn::linear(&p / "reduce", channels, hidden, Default::default()),
+            expand: nn::linear(&p / "expand", hidden, channels, Default::default()),
+        }
+    }
+
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let (n, c) = (x.size()[0], x.size()[1]);
+        let gates =
+            x.mean_dim(&[2i64, 3][..], false, Kind::Float).apply(&self.reduce).relu().apply(&self.expand).sigmoid();
+        x * gates.view([n, c, 1, 1])
+    }
+}
+
+#[derive(Debug)]
+struct ResidualBlock {
+    first: ConvBn,
+    second: ConvBn,
+    se: Option<SqueezeExcite>,
+}
+
+impl ResidualBlock {
+    fn forward_t(&self, x: &Tensor, train: bool) -> Tensor {
+        let y = self.first.forward_t(x, train).relu();
+        let mut y = self.second.forward_t(&y, train);
+        if let Some(se) = &self.se {
+            y = se.forward(&y);
+        }
+        (y + x).relu()
+    }
+}
+
+/// One position's raw network output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prediction {
+    /// Policy logits over [`POLICY_SIZE`] moves, in the side to move's frame, unmasked.
+    pub policy_logits: Vec<f32>,
+    /// Win, draw, loss probabilities for the side to move.
+    pub wdl: [f32; 3],
+}
+
+/// Outputs for a batch, on the host: `policy_logits` is `[n * POLICY_SIZE]`, `wdl` `[n * 3]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BatchPrediction {
+    /// Positions.
+    pub n: usize,
+    /// Row-major policy logits.
+    pub policy_logits: Vec<f32>,
+    /// Row-major win/draw/loss probabilities.
+    pub wdl: Vec<f32>,
+}
+
+/// The network and its weights on one device.
+#[derive(Debug)]
+pub struct Network {
+    vs: nn::VarStore,
+    config: ModelConfig,
+    stem: ConvBn,
+    tower: Vec<ResidualBlock>,
+    policy_conv: ConvBn,
+    policy_fc: nn::Linear,
+    value_conv: ConvBn,
+    value_hidden: nn::Linear,
+    value_out: nn::Linear,
+}
+
+impl Network {
+    /// A freshly initialised network of the given shape.
+    ///
+    /// # Panics
+    /// If the configuration is invalid ([`ModelConfig::validate`]).
+    pub fn new(config: &ModelConfig, device: Device) -> Network {
+        if let Err(e) = config.validate() {
+            panic!("invalid model config {}: {e}", config.name);
+        }
+        let vs = nn::VarStore::new(device);
+        let root = vs.root();
+        let c = config.channels as i64;
+        let tower = (0..config.blocks)
+            .map(|i| {
+                let p = &root / format!("block{i}");
+                ResidualBlock {
+                    first: ConvBn::new(&p / "first", c, c, 3),
+                    second: ConvBn::new(&p / "second", c, c, 3),
+                    se: (config.se_ratio > 0).then(|| SqueezeExcite::new(&p / "se", c, c / config.se_ratio as i64)),
+                }
+            })
+            .collect();
+        let (pc, vc) = (config.policy_channels as i64, config.value_channels as i64);
+        let hidden = config.value_hidden as i64;
+        Network {
+            stem: ConvBn::new(&root / "stem", PLANES as i64, c, 3),
+            tower,
+            policy_conv: ConvBn::new(&root / "policy", c, pc, 1),
+            policy_fc: nn::linear(&root / "policy" / "fc", pc * SQUARES, POLICY_SIZE as i64, Default::default()),
+            value_conv: ConvBn::new(&root / "value", c, vc, 1),
+            value_hidden: nn::linear(&root / "value" / "hidden", vc * SQUARES, hidden, Default::default()),
+            value_out: nn::linear(&root / "value" / "out", hidden, 3, Default::default()),
+            config: config.clone(),
+            vs,
+        }
+    }
+
+    /// The shape it was built with.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// The device its weights live on.
+    pub fn device(&self) -> Device {
+        self.vs.device()
+    }
+
+    /// Its weights and batch-norm statistics.
+    pub(crate) fn var_store(&self) -> &nn::VarStore {
+        &self.vs
+    }
+
+    /// Number of trainable parameters.
+    pub fn parameter_count(&self) -> usize {
+        self.vs.trainable_variables().iter().map(|t| t.numel()).sum()
+    }
+
+    /// Policy logits `[n, POLICY_SIZE]` and value logits `[n, 3]` for inputs `[n, PLANES, 10, 9]`.
+    pub fn forward_t(&self, input: &Tensor, train: bool) -> (Tensor, Tensor) {
+        let mut x = self.stem.forward_t(input, train).relu();
+        for block in &self.tower {
+            x = block.forward_t(&x, train);
+        }
+        let policy = self.policy_conv.forward_t(&x, train).relu().flatten(1, -1).apply(&self.policy_fc);
+        let value = self
+            .value_conv
+            .forward_t(&x, train)
+            .relu()
+            .flatten(1, -1)
+            .apply(&self.value_hidden)
+            .relu()
+            .apply(&self.value_out);
+        (policy, value)
+    }
+
+    /// Evaluates encoded positions (`n * INPUT_SIZE` floats) in inference mode.
+    pub fn predict_batch(&self, inputs: &[f32]) -> Result<BatchPrediction, tch::TchError> {
+        assert_eq!(inputs.len() % INPUT_SIZE, 0, "inputs are not a whole number of positions");
+        let n = inputs.len() / INPUT_SIZE;
+        let _guard = tch::no_grad_guard();
+        let x = Tensor::f_from_slice(inputs)?.f_view([n as i64, PLANES as i64, HEIGHT as i64, WIDTH as i64])?;
+        let x = x.f_to_device(self.device())?;
+        let (policy, value) = self.forward_t(&x, false);
+        let wdl = value.f_softmax(-1, Kind::Float)?;
+        Ok(BatchPrediction {
+            n,
+            policy_logits: Vec::<f32>::try_from(policy.f_to_device(Device::Cpu)?.f_flatten(0, -1)?)?,
+            wdl: Vec::<f32>::try_from(wdl.f_to_device(Device::Cpu)?.f_flatten(0, -1)?)?,
+        })
+    }
+
+    /// Evaluates one encoded position (`INPUT_SIZE` floats).
+    pub fn predict(&self, input: &[f32]) -> Result<Prediction, tch::TchError> {
+        let out = self.predict_batch(input)?;
+        Ok(Prediction { policy_logits: out.policy_logits, wdl: [out.wdl[0], out.wdl[1], out.wdl[2]] })
+    }
+}

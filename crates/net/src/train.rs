@@ -1,0 +1,246 @@
+//! The training step: policy cross-entropy plus value (win/draw/loss) cross-entropy, minimised by
+//! SGD with Nesterov momentum and L2 weight decay on convolution and linear weights. The momentum
+//! buffers are saved with the checkpoint so that training resumes where it stopped.
+//!
+//! ```
+//! use xqz_net::{ModelConfig, Network, TrainBatch, TrainConfig, Trainer};
+//! use xqz_net::encoding::{self, History, INPUT_SIZE};
+//! use xqz_net::policy::{self, POLICY_SIZE};
+//!
+//! let net = Network::new(&ModelConfig::builtin("tiny")?, tch::Device::Cpu);
+//! let mut trainer = Trainer::new(net, TrainConfig::default());
+//! let mut inputs = vec![0.0; INPUT_SIZE];
+//! encoding::encode_position(&xiangqi::Position::startpos(), History::default(), &mut inputs);
+//! let mut target = vec![0.0; POLICY_SIZE];
+//! target[policy::index("h2e2".parse()?).unwrap()] = 1.0;
+//! let batch = TrainBatch { inputs: &inputs, policy: &target, wdl: &[0.5, 0.5, 0.0] };
+//! let first = trainer.step(&batch)?;
+//! for _ in 0..20 {
+//!     trainer.step(&batch)?;
+//! }
+//! assert!(trainer.step(&batch)?.total < first.total);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use tch::{Device, Kind, Tensor};
+
+use crate::checkpoint::{self, CheckpointError, CheckpointInfo, CheckpointMeta};
+use crate::config::ModelConfig;
+use crate::encoding::{HEIGHT, INPUT_SIZE, PLANES, WIDTH};
+use crate::model::Network;
+use crate::policy::POLICY_SIZE;
+
+/// Optimizer settings.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    /// Step size.
+    pub learning_rate: f64,
+    /// Nesterov momentum.
+    pub momentum: f64,
+    /// L2 coefficient on convolution and linear weights (not biases or batch-norm parameters).
+    pub weight_decay: f64,
+}
+
+impl Default for TrainConfig {
+    fn default() -> TrainConfig {
+        TrainConfig { learning_rate: 0.02, momentum: 0.9, weight_decay: 1e-4 }
+    }
+}
+
+/// One batch of training data, row-major, in the network's frame.
+#[derive(Copy, Clone, Debug)]
+pub struct TrainBatch<'a> {
+    /// Encoded positions, `n * INPUT_SIZE`.
+    pub inputs: &'a [f32],
+    /// Policy targets, `n * POLICY_SIZE`, each row summing to 1.
+    pub policy: &'a [f32],
+    /// Value targets (win, draw, loss for the side to move), `n * 3`, each row summing to 1.
+    pub wdl: &'a [f32],
+}
+
+/// Mean losses of one step.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Losses {
+    /// Policy cross-entropy.
+    pub policy: f64,
+    /// Value cross-entropy.
+    pub value: f64,
+    /// Their sum, which the step minimises (with weight decay).
+    pub total: f64,
+}
+
+/// Why a training step failed; the weights are unchanged.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainError {
+    /// The batch's arrays do not describe the same rows.
+    #[error("bad training batch: {0}")]
+    BadBatch(String),
+    /// The loss is NaN or infinite.
+    #[error("training loss is not finite (policy {policy}, value {value}); step skipped")]
+    NonFinite {
+        /// Policy loss.
+        policy: f64,
+        /// Value loss.
+        value: f64,
+    },
+    /// libtorch failed.
+    #[error("training step: {0}")]
+    Torch(#[from] tch::TchError),
+}
+
+struct Parameter {
+    weight: Tensor,
+    velocity: Tensor,
+    decay: bool,
+}
+
+/// A network with its optimizer state and training counters.
+pub struct Trainer {
+    net: Network,
+    config: TrainConfig,
+    parameters: BTreeMap<String, Parameter>,
+    info: CheckpointInfo,
+}
+
+impl std::fmt::Debug for Trainer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trainer")
+            .field("model", &self.net.config().name)
+            .field("config", &self.config)
+            .field("info", &self.info)
+            .finish()
+    }
+}
+
+impl Trainer {
+    /// Starts training `net` with zero momentum.
+    pub fn new(net: Network, config: TrainConfig) -> Trainer {
+        let parameters = net
+            .var_store()
+            .variables()
+            .into_iter()
+            .filter(|(_, t)| t.requires_grad())
+            .map(|(name, weight)| {
+                let decay = weight.dim() > 1;
+                let velocity = weight.zeros_like().detach();
+                (name, Parameter { weight, velocity, decay })
+            })
+            .collect();
+        Trainer { net, config, parameters, info: CheckpointInfo::default() }
+    }
+
+    /// Resumes from a checkpoint: weights, momentum, settings and counters. With `expected`, a
+    /// checkpoint of another model config is refused.
+    pub fn resume(path: &Path, device: Device, expected: Option<&ModelConfig>) -> Result<Trainer, CheckpointError> {
+        let (net, meta) = checkpoint::load(path, device, expected)?;
+        let config = meta.optimizer.as_ref().map_or_else(TrainConfig::default, |o| o.config);
+        let mut trainer = Trainer::new(net, config);
+        trainer.info = meta.info;
+        let buffers: HashMap<String, Tensor> =
+            trainer.parameters.iter().map(|(name, p)| (name.clone(), p.velocity.shallow_clone())).collect();
+        checkpoint::load_optimizer(path, &meta, &buffers)?;
+        Ok(trainer)
+    }
+
+    /// Saves weights, momentum, settings and counters (with `model_version`) to `path`.
+    pub fn save(&self, path: &Path, model_version: u64) -> Result<CheckpointMeta, CheckpointError> {
+        let buffers: BTreeMap<String, Tensor> =
+            self.parameters.iter().map(|(name, p)| (name.clone(), p.velocity.shallow_clone())).collect();
+        let info = CheckpointInfo { model_version, ..self.info };
+        checkpoint::save_with_optimizer(path, &self.net, info, Some((&buffers, self.config)))
+    }
+
+    /// The network being trained.
+    pub fn network(&self) -> &Network {
+        &self.net
+    }
+
+    /// Ends training and returns the network.
+    pub fn into_network(self) -> Network {
+        self.net
+    }
+
+    /// Optimizer settings.
+    pub fn config(&self) -> TrainConfig {
+        self.config
+    }
+
+    /// Changes the learning rate (schedules).
+    pub fn set_learning_rate(&mut self, learning_rate: f64) {
+        self.config.learning_rate = learning_rate;
+    }
+
+    /// Steps taken and samples seen.
+    pub fn info(&self) -> CheckpointInfo {
+        self.info
+    }
+
+    /// One optimizer step on a batch; returns the batch's losses before the step.
+    pub fn step(&mut self, batch: &TrainBatch<'_>) -> Result<Losses, TrainError> {
+        let n = batch.inputs.len() / INPUT_SIZE;
+        if n == 0 || batch.inputs.len() != n * INPUT_SIZE {
+            return Err(TrainError::BadBatch(format!(
+                "{} input floats is not a positive multiple of {INPUT_SIZE}",
+                batch.inputs.len()
+            )));
+        }
+        if batch.policy.len() != n * POLICY_SIZE || batch.wdl.len() != n * 3 {
+            return Err(TrainError::BadBatch(format!(
+                "{n} rows of inputs, but {} policy floats (expected {}) and {} value floats (expected {})",
+                batch.policy.len(),
+                n * POLICY_SIZE,
+                batch.wdl.len(),
+                n * 3
+            )));
+        }
+        let device = self.net.device();
+        let rows = n as i64;
+        let x = Tensor::f_from_slice(batch.inputs)?
+            .f_view([rows, PLANES as i64, HEIGHT as i64, WIDTH as i64])?
+            .f_to_device(device)?;
+        let policy_target =
+            Tensor::f_from_slice(batch.policy)?.f_view([rows, POLICY_SIZE as i64])?.f_to_device(device)?;
+        let value_target = Tensor::f_from_slice(batch.wdl)?.f_view([rows, 3])?.f_to_device(device)?;
+
+        let (policy_logits, value_logits) = self.net.forward_t(&x, true);
+        let cross_entropy = |logits: &Tensor, target: &Tensor| -> Result<Tensor, tch::TchError> {
+            (target * logits.f_log_softmax(-1, Kind::Float)?)
+                .f_sum_dim_intlist(1, false, Kind::Float)?
+                .f_mean(Kind::Float)?
+                .f_neg()
+        };
+        let policy_loss = cross_entropy(&policy_logits, &policy_target)?;
+        let value_loss = cross_entropy(&value_logits, &value_target)?;
+        let losses = {
+            let (policy, value) = (policy_loss.double_value(&[]), value_loss.double_value(&[]));
+            Losses { policy, value, total: policy + value }
+        };
+        if !losses.total.is_finite() {
+            return Err(TrainError::NonFinite { policy: losses.policy, value: losses.value });
+        }
+        for p in self.parameters.values_mut() {
+            p.weight.zero_grad();
+        }
+        (&policy_loss + &value_loss).f_backward()?;
+
+        let TrainConfig { learning_rate, momentum, weight_decay } = self.config;
+        let _guard = tch::no_grad_guard();
+        for p in self.parameters.values_mut() {
+            let gradient = p.weight.grad();
+            if !gradient.defined() {
+                continue;
+            }
+            let gradient = if p.decay && weight_decay > 0.0 { gradient + &p.weight * weight_decay } else { gradient };
+            p.velocity.f_copy_(&(&p.velocity * momentum + &gradient))?;
+            let update = gradient + &p.velocity * momentum;
+            p.weight.f_copy_(&(&p.weight - update * learning_rate))?;
+        }
+        self.info.training_steps += 1;
+        self.info.samples_seen += n as u64;
+        Ok(losses)
+    }
+}

@@ -1,0 +1,207 @@
+//! The network, its training step and its checkpoints (libtorch on the CPU, `tiny` model).
+
+use std::fs;
+use std::path::Path;
+
+use rand::seq::IndexedRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use xqz_net::bench::sample_positions;
+use xqz_net::checkpoint::{self, CheckpointError, CheckpointInfo};
+use xqz_net::encoding::{self, INPUT_SIZE};
+use xqz_net::policy::{self, POLICY_SIZE};
+use xqz_net::{Device, ModelConfig, Network, TrainBatch, TrainConfig, Trainer};
+
+fn tiny() -> ModelConfig {
+    ModelConfig::builtin("tiny").unwrap()
+}
+
+/// A fixed batch: random positions, a one-hot target on a random legal move, a random result.
+struct Data {
+    inputs: Vec<f32>,
+    policy: Vec<f32>,
+    wdl: Vec<f32>,
+}
+
+impl Data {
+    fn new(rows: usize, seed: u64) -> Data {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let positions = sample_positions(rows, seed);
+        let mut data = Data {
+            inputs: vec![0.0; rows * INPUT_SIZE],
+            policy: vec![0.0; rows * POLICY_SIZE],
+            wdl: vec![0.0; rows * 3],
+        };
+        for (r, (pos, history)) in positions.iter().enumerate() {
+            encoding::encode_position(pos, *history, &mut data.inputs[r * INPUT_SIZE..(r + 1) * INPUT_SIZE]);
+            let mv = *pos.legal_moves().choose(&mut rng).unwrap();
+            data.policy[r * POLICY_SIZE + policy::index_for(mv, pos.turn()).unwrap()] = 1.0;
+            data.wdl[r * 3 + rng.random_range(0..3)] = 1.0;
+        }
+        data
+    }
+
+    fn batch(&self) -> TrainBatch<'_> {
+        TrainBatch { inputs: &self.inputs, policy: &self.policy, wdl: &self.wdl }
+    }
+}
+
+#[test]
+fn tiny_net_overfits_a_fixed_batch() {
+    tch::manual_seed(0);
+    let data = Data::new(64, 1);
+    let mut trainer = Trainer::new(
+        Network::new(&tiny(), Device::Cpu),
+        TrainConfig { learning_rate: 0.05, momentum: 0.9, weight_decay: 1e-4 },
+    );
+    let first = trainer.step(&data.batch()).unwrap();
+    let mut last = first;
+    for _ in 0..300 {
+        last = trainer.step(&data.batch()).unwrap();
+    }
+    assert!(last.total <= 0.2 * first.total, "loss fell from {:.3} to {:.3} only", first.total, last.total);
+    assert_eq!(trainer.info().training_steps, 301);
+    assert_eq!(trainer.info().samples_seen, 301 * 64);
+}
+
+#[test]
+fn a_malformed_batch_is_refused() {
+    let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
+    let data = Data::new(4, 2);
+    let short = TrainBatch { wdl: &data.wdl[..9], ..data.batch() };
+    let err = trainer.step(&short).unwrap_err().to_string();
+    assert!(err.contains("4 rows of inputs"), "{err}");
+    assert_eq!(trainer.info().training_steps, 0);
+}
+
+fn outputs(net: &Network, data: &Data) -> (Vec<f32>, Vec<f32>) {
+    let out = net.predict_batch(&data.inputs).unwrap();
+    (out.policy_logits, out.wdl)
+}
+
+#[test]
+fn save_then_load_gives_identical_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("net.json");
+    let data = Data::new(16, 3);
+    let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
+    for _ in 0..5 {
+        trainer.step(&data.batch()).unwrap();
+    }
+    let meta = checkpoint::save(
+        &path,
+        trainer.network(),
+        CheckpointInfo { model_version: 7, training_steps: 5, samples_seen: 80 },
+    )
+    .unwrap();
+    let (loaded, read) = checkpoint::load(&path, Device::Cpu, Some(&tiny())).unwrap();
+    assert_eq!(read, meta);
+    assert_eq!(read.info.model_version, 7);
+    assert_eq!(outputs(&loaded, &data), outputs(trainer.network(), &data));
+    // A fresh network differs, so the comparison above means something.
+    assert_ne!(outputs(&Network::new(&tiny(), Device::Cpu), &data), outputs(&loaded, &data));
+}
+
+#[test]
+fn training_resumes_from_a_checkpoint_with_its_momentum() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trainer.json");
+    let data = Data::new(16, 4);
+    let config = TrainConfig { learning_rate: 0.03, momentum: 0.8, weight_decay: 2e-4 };
+    let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), config);
+    for _ in 0..3 {
+        trainer.step(&data.batch()).unwrap();
+    }
+    trainer.save(&path, 2).unwrap();
+    let mut resumed = Trainer::resume(&path, Device::Cpu, Some(&tiny())).unwrap();
+    assert_eq!(resumed.config(), config);
+    assert_eq!(resumed.info(), CheckpointInfo { model_version: 2, training_steps: 3, samples_seen: 48 });
+    let a = trainer.step(&data.batch()).unwrap();
+    let b = resumed.step(&data.batch()).unwrap();
+    assert_eq!(a, b);
+    let (ta, tb) = (outputs(trainer.network(), &data), outputs(resumed.network(), &data));
+    assert_eq!(ta, tb, "the step after resuming moved the weights differently (momentum lost?)");
+}
+
+fn flip_byte(path: &Path, at: usize) {
+    let mut bytes = fs::read(path).unwrap();
+    let i = at.min(bytes.len() - 1);
+    bytes[i] ^= 0x40;
+    fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn a_corrupted_checkpoint_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.json");
+    let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
+    trainer.step(&Data::new(4, 5).batch()).unwrap();
+    trainer.save(&path, 1).unwrap();
+    let weights = dir.path().join("c.safetensors");
+    let len = fs::metadata(&weights).unwrap().len() as usize;
+    flip_byte(&weights, len / 2);
+    let err = checkpoint::load(&path, Device::Cpu, None).unwrap_err();
+    assert!(matches!(err, CheckpointError::Corrupted { .. }), "{err}");
+    assert!(err.to_string().contains("c.safetensors is corrupted"), "{err}");
+
+    // The optimizer state is checked too.
+    trainer.save(&path, 1).unwrap();
+    flip_byte(&dir.path().join("c.optimizer.safetensors"), 100);
+    let err = Trainer::resume(&path, Device::Cpu, None).unwrap_err();
+    assert!(err.to_string().contains("c.optimizer.safetensors is corrupted"), "{err}");
+
+    // A damaged metadata file is refused with a message naming it.
+    trainer.save(&path, 1).unwrap();
+    let text = fs::read_to_string(&path).unwrap();
+    fs::write(&path, &text[..text.len() / 2]).unwrap();
+    let err = checkpoint::load(&path, Device::Cpu, None).unwrap_err();
+    assert!(err.to_string().contains("c.json is malformed"), "{err}");
+}
+
+#[test]
+fn a_mismatched_checkpoint_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.json");
+    checkpoint::save(&path, &Network::new(&tiny(), Device::Cpu), CheckpointInfo::default()).unwrap();
+
+    let small = ModelConfig::builtin("small").unwrap();
+    let err = checkpoint::load(&path, Device::Cpu, Some(&small)).unwrap_err();
+    assert!(matches!(err, CheckpointError::ConfigMismatch { .. }), "{err}");
+    let message = err.to_string();
+    assert!(message.contains("name: \"tiny\"") && message.contains("name: \"small\""), "{message}");
+
+    let text = fs::read_to_string(&path).unwrap();
+    fs::write(&path, text.replace("\"encoding_version\": 1", "\"encoding_version\": 99")).unwrap();
+    let err = checkpoint::load(&path, Device::Cpu, None).unwrap_err();
+    assert!(err.to_string().contains("input encoding 99"), "{err}");
+
+    // Metadata that claims another shape than the weights hold: the weights do not fit.
+    let wider = text.replace("\"channels\": 16", "\"channels\": 24");
+    fs::write(&path, wider).unwrap();
+    let err = checkpoint::load(&path, Device::Cpu, None).unwrap_err();
+    assert!(matches!(err, CheckpointError::Weights { .. }), "{err}");
+    assert!(err.to_string().contains("has shape"), "{err}");
+}
+
+#[test]
+fn model_configs_parse_and_validate() {
+    for name in ["tiny", "small", "standard"] {
+        let config = ModelConfig::builtin(name).unwrap();
+        assert_eq!(config.name, name);
+    }
+    let err = ModelConfig::from_toml("name = \"x\"\nblocks = 0\nchannels = 8\nse_ratio = 0\npolicy_channels = 2\nvalue_channels = 2\nvalue_hidden = 8\n", "x.toml").unwrap_err();
+    assert_eq!(err.to_string(), "bad model config x.toml: blocks must be at least 1");
+    let err = ModelConfig::from_toml("name = \"x\"\nblocks = 1\n", "y.toml").unwrap_err();
+    assert!(err.to_string().starts_with("bad model config y.toml:"), "{err}");
+    assert!(ModelConfig::resolve("no-such-model").unwrap_err().to_string().contains("unknown model"));
+}
+
+#[test]
+fn devices_parse() {
+    assert_eq!(xqz_net::parse_device("cpu"), Ok(Device::Cpu));
+    assert!(xqz_net::parse_device("gpu").unwrap_err().to_string().contains("bad device"));
+    if !tch::Cuda::is_available() {
+        assert!(xqz_net::parse_device("cuda:0").unwrap_err().to_string().contains("CUDA is not available"));
+        assert_eq!(xqz_net::parse_device("auto"), Ok(Device::Cpu));
+    }
+}

@@ -1,0 +1,141 @@
+//! The batching inference service: each caller gets its own answer under concurrency, batches form
+//! without waiting for callers that cannot come, shutdown and model swaps.
+
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use xqz_net::bench::sample_positions;
+use xqz_net::encoding::{self, History, INPUT_SIZE};
+use xqz_net::policy;
+use xqz_net::service::{Evaluation, InferenceService, Query, ServiceConfig, ServiceError};
+use xqz_net::{Device, ModelConfig, Network};
+
+fn tiny_net(seed: i64) -> Network {
+    tch::manual_seed(seed);
+    Network::new(&ModelConfig::builtin("tiny").unwrap(), Device::Cpu)
+}
+
+/// The answer computed directly from the network, one position at a time.
+fn direct(net: &Network, pos: &xiangqi::Position, history: History) -> Evaluation {
+    let mut input = vec![0.0; INPUT_SIZE];
+    encoding::encode_position(pos, history, &mut input);
+    let out = net.predict(&input).unwrap();
+    let logits: Vec<f32> =
+        pos.legal_moves().iter().map(|&mv| out.policy_logits[policy::index_for(mv, pos.turn()).unwrap()]).collect();
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let sum: f32 = logits.iter().map(|l| (l - max).exp()).sum();
+    Evaluation { priors: logits.iter().map(|l| (l - max).exp() / sum).collect(), wdl: out.wdl }
+}
+
+fn assert_close(a: &Evaluation, b: &Evaluation, what: &str) {
+    assert_eq!(a.priors.len(), b.priors.len(), "{what}: different move counts");
+    for (x, y) in a.priors.iter().zip(&b.priors).chain(a.wdl.iter().zip(&b.wdl)) {
+        assert!((x - y).abs() < 1e-4, "{what}: {a:?} vs {b:?}");
+    }
+}
+
+#[test]
+fn each_caller_gets_its_own_answer_under_concurrency() {
+    let net = tiny_net(1);
+    let positions = Arc::new(sample_positions(96, 11));
+    let expected: Arc<Vec<Evaluation>> = Arc::new(positions.iter().map(|(p, h)| direct(&net, p, *h)).collect());
+    let service = InferenceService::spawn(net, ServiceConfig { max_batch: 16, max_wait: Duration::from_millis(5) });
+    let callers: Vec<_> = (0..24)
+        .map(|c| {
+            let client = service.client();
+            let (positions, expected) = (Arc::clone(&positions), Arc::clone(&expected));
+            thread::spawn(move || {
+                for round in 0..20 {
+                    let i = (c * 7 + round * 5) % positions.len();
+                    let (pos, history) = &positions[i];
+                    let got = client.evaluate(Query::new(pos, *history)).unwrap();
+                    assert_close(&got, &expected[i], &format!("caller {c} round {round} position {i}"));
+                }
+                // Several positions in one request come back in order.
+                let picks = [c % 96, (c + 31) % 96, (c + 64) % 96];
+                let queries = picks.iter().map(|&i| Query::new(&positions[i].0, positions[i].1)).collect();
+                for (got, &i) in client.evaluate_many(queries).unwrap().iter().zip(&picks) {
+                    assert_close(got, &expected[i], &format!("caller {c} many {i}"));
+                }
+            })
+        })
+        .collect();
+    for caller in callers {
+        caller.join().unwrap();
+    }
+    let stats = service.stats();
+    assert_eq!(stats.positions, 24 * 23);
+    assert!(stats.batches < stats.positions, "no batching happened: {stats:?}");
+}
+
+#[test]
+fn a_lone_caller_does_not_wait_for_a_batch_that_cannot_fill() {
+    let service =
+        InferenceService::spawn(tiny_net(2), ServiceConfig { max_batch: 256, max_wait: Duration::from_secs(60) });
+    let client = service.client();
+    let (pos, history) = &sample_positions(1, 3)[0];
+    let start = Instant::now();
+    for _ in 0..5 {
+        client.evaluate(Query::new(pos, *history)).unwrap();
+    }
+    assert!(start.elapsed() < Duration::from_secs(30), "waited {:?} for batches of one", start.elapsed());
+    assert_eq!(service.stats().batches, 5);
+
+    // Four callers that are all waiting make one batch at once.
+    drop(client);
+    let clients: Vec<_> = (0..4).map(|_| service.client()).collect();
+    let start = Instant::now();
+    thread::scope(|s| {
+        for client in &clients {
+            s.spawn(|| client.evaluate(Query::new(pos, *history)).unwrap());
+        }
+    });
+    assert!(start.elapsed() < Duration::from_secs(30), "waited {:?}", start.elapsed());
+    assert_eq!(service.stats().positions, 9);
+}
+
+#[test]
+fn shutdown_answers_queued_requests_then_refuses() {
+    let service =
+        InferenceService::spawn(tiny_net(3), ServiceConfig { max_batch: 8, max_wait: Duration::from_millis(50) });
+    let client = service.client();
+    let idle = service.client();
+    let (pos, history) = sample_positions(1, 4)[0].clone();
+    // With an idle second client, this request waits for max_wait: shut down meanwhile.
+    let waiter = {
+        let client = client.clone();
+        let pos = pos.clone();
+        thread::spawn(move || client.evaluate(Query::new(&pos, history)))
+    };
+    thread::sleep(Duration::from_millis(10));
+    let net = service.shutdown();
+    assert!(net.is_some());
+    assert!(waiter.join().unwrap().is_ok(), "a request queued before shutdown was not answered");
+    assert_eq!(client.evaluate(Query::new(&pos, history)), Err(ServiceError::Closed));
+    drop(idle);
+}
+
+#[test]
+fn swapping_the_model_changes_the_answers() {
+    let (first, second) = (tiny_net(4), tiny_net(5));
+    let (pos, history) = sample_positions(1, 6)[0].clone();
+    let (a, b) = (direct(&first, &pos, history), direct(&second, &pos, history));
+    let service = InferenceService::spawn(first, ServiceConfig::default());
+    let client = service.client();
+    assert_close(&client.evaluate(Query::new(&pos, history)).unwrap(), &a, "first model");
+    service.swap(second).unwrap();
+    assert_close(&client.evaluate(Query::new(&pos, history)).unwrap(), &b, "second model");
+}
+
+#[test]
+fn queries_from_a_game_use_its_history() {
+    let mut game = xiangqi::game::Game::new(Default::default());
+    for mv in ["h2e2", "h9g7", "e2h2", "g7h9"] {
+        game.push_str(mv).unwrap();
+    }
+    let net = tiny_net(6);
+    let expected = direct(&net, game.position(), History { quiet_plies: 4, repetitions: 1 });
+    let service = InferenceService::spawn(net, ServiceConfig::default());
+    assert_close(&service.client().evaluate(Query::from_game(&game)).unwrap(), &expected, "game query");
+}

@@ -1,0 +1,80 @@
+//! Does the replay loader keep the trainer fed? Measures, on one synthetic dataset:
+//! - the background `ReplayLoader` alone, in batches/s;
+//! - the loader plus the conversion to network inputs and targets (`TrainingData::from_replay`);
+//! - the training step of a model (`XQZ_BENCH_MODEL`, `small` by default) on those batches;
+//!
+//! and prints how many times faster the data side is than the trainer consumes it. Batch 256.
+//! `XQZ_BENCH_GAMES` (300) sets the dataset size, `XQZ_BENCH_STEPS` (10) the timed training steps.
+//! Run with `cargo bench -p xqz-trainer --bench consumption`.
+
+use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use xqz_dataset::synthetic::{SyntheticConfig, random_game};
+use xqz_dataset::{DatasetWriter, ReplayConfig, ReplayLoader, WriterConfig};
+use xqz_net::{Device, ModelConfig, Network, TrainConfig, Trainer};
+use xqz_trainer::TrainingData;
+
+const BATCH: usize = 256;
+
+fn env(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let games = env("XQZ_BENCH_GAMES", 300);
+    let steps = env("XQZ_BENCH_STEPS", 10);
+    let model = std::env::var("XQZ_BENCH_MODEL").unwrap_or_else(|_| "small".into());
+    let dir = tempfile::tempdir()?;
+    let (mut writer, _) = DatasetWriter::open(dir.path(), WriterConfig::default())?;
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut samples = 0;
+    for id in 0..games as u128 {
+        let (game, rows) = random_game(&mut rng, id, &SyntheticConfig::default());
+        samples += rows.len();
+        writer.append(game, rows)?;
+    }
+    writer.finish()?;
+    println!("data: {games} synthetic games, {samples} samples, batch {BATCH}");
+
+    let config = ReplayConfig { batch_size: BATCH, ..ReplayConfig::default() };
+    let measure = |convert: bool| -> Result<f64, Box<dyn std::error::Error>> {
+        let mut loader = ReplayLoader::spawn(dir.path(), config.clone())?;
+        loader.next_batch().ok_or("no batch")??;
+        let start = Instant::now();
+        let mut n = 0;
+        while start.elapsed() < Duration::from_secs(3) {
+            let batch = loader.next_batch().ok_or("loader ended")??;
+            if convert {
+                std::hint::black_box(TrainingData::from_replay(&batch)?);
+            }
+            n += 1;
+        }
+        Ok(n as f64 / start.elapsed().as_secs_f64())
+    };
+    let loader_only = measure(false)?;
+    println!("loader:                 {loader_only:>9.1} batches/s ({:.0} samples/s)", loader_only * BATCH as f64);
+    let loader_converted = measure(true)?;
+    println!(
+        "loader + conversion:    {loader_converted:>9.1} batches/s ({:.0} samples/s)",
+        loader_converted * BATCH as f64
+    );
+
+    let mut loader = ReplayLoader::spawn(dir.path(), config)?;
+    let data: Vec<TrainingData> = (0..steps + 1)
+        .map(|_| Ok(TrainingData::from_replay(&loader.next_batch().ok_or("loader ended")??)?))
+        .collect::<Result<_, Box<dyn std::error::Error>>>()?;
+    drop(loader);
+    let net = Network::new(&ModelConfig::builtin(&model)?, Device::Cpu);
+    let mut trainer = Trainer::new(net, TrainConfig::default());
+    trainer.step(&data[0].batch())?;
+    let start = Instant::now();
+    for d in &data[1..] {
+        trainer.step(&d.batch())?;
+    }
+    let train = steps as f64 / start.elapsed().as_secs_f64();
+    println!("train step ({model}, cpu):  {train:>9.2} batches/s ({:.0} samples/s)", train * BATCH as f64);
+    println!("data side / trainer:    {:>9.0}x", loader_converted / train);
+    Ok(())
+}

@@ -1,0 +1,92 @@
+//! Replay batches (boards, sparse policies over move codes) to the network's dense inputs and
+//! targets, in the side to move's frame.
+
+use xiangqi::{Color, Move};
+use xqz_dataset::Batch;
+use xqz_net::TrainBatch;
+use xqz_net::encoding::{self, BoardCodeError, History, INPUT_SIZE};
+use xqz_net::policy::{self, POLICY_SIZE};
+
+/// A batch that cannot be trained on.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    /// A board code outside the schema.
+    #[error("row {row}: {source}")]
+    Board {
+        /// Row in the batch.
+        row: usize,
+        /// The bad code.
+        source: BoardCodeError,
+    },
+    /// A policy entry that is not a possible move.
+    #[error("row {row}: policy move code {code} is not a possible move")]
+    PolicyMove {
+        /// Row in the batch.
+        row: usize,
+        /// The code.
+        code: u16,
+    },
+}
+
+/// Dense training arrays for one batch; [`TrainingData::batch`] lends them to the trainer.
+#[derive(Clone, Debug, Default)]
+pub struct TrainingData {
+    /// Encoded positions, `rows * INPUT_SIZE`.
+    pub inputs: Vec<f32>,
+    /// Policy targets, `rows * POLICY_SIZE`: the search's visit distribution, normalised; all zero
+    /// for rows without a full search, which so add nothing to the policy loss.
+    pub policy: Vec<f32>,
+    /// Game result for the side to move, `rows * 3` (win, draw, loss).
+    pub wdl: Vec<f32>,
+}
+
+impl TrainingData {
+    /// Converts a replay batch.
+    pub fn from_replay(batch: &Batch) -> Result<TrainingData, DataError> {
+        let rows = batch.size;
+        let mut data = TrainingData {
+            inputs: vec![0.0; rows * INPUT_SIZE],
+            policy: vec![0.0; rows * POLICY_SIZE],
+            wdl: batch.wdl_target.clone(),
+        };
+        for row in 0..rows {
+            let turn = if batch.side_to_move[row] == 0 { Color::Red } else { Color::Black };
+            let history = History {
+                quiet_plies: u32::from(batch.quiet_plies[row]),
+                repetitions: u32::from(batch.repetitions[row]),
+            };
+            encoding::encode_board(
+                batch.board(row),
+                turn,
+                history,
+                &mut data.inputs[row * INPUT_SIZE..(row + 1) * INPUT_SIZE],
+            )
+            .map_err(|source| DataError::Board { row, source })?;
+            if batch.full_search[row] == 0 {
+                continue;
+            }
+            let target = &mut data.policy[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
+            for (code, p) in batch.policy(row) {
+                let index = Move::from_u16(code)
+                    .and_then(|mv| policy::index_for(mv, turn))
+                    .ok_or(DataError::PolicyMove { row, code })?;
+                target[index] += p;
+            }
+            let sum: f32 = target.iter().sum();
+            if sum > 0.0 {
+                target.iter_mut().for_each(|p| *p /= sum);
+            }
+        }
+        Ok(data)
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.inputs.len() / INPUT_SIZE
+    }
+
+    /// The arrays as the trainer takes them.
+    pub fn batch(&self) -> TrainBatch<'_> {
+        TrainBatch { inputs: &self.inputs, policy: &self.policy, wdl: &self.wdl }
+    }
+}

@@ -1,0 +1,73 @@
+//! Replay batches become network inputs and targets that describe the stored positions: the
+//! encoding matches the position, the policy mass sits on its legal moves, mirrored rows included.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use xiangqi::Color;
+use xqz_dataset::synthetic::{SyntheticConfig, random_game};
+use xqz_dataset::{Batch, DatasetWriter, ReplayConfig, ReplayWindow, WriterConfig, decode_board};
+use xqz_net::encoding::{self, History, INPUT_SIZE};
+use xqz_net::policy::{self, POLICY_SIZE};
+use xqz_trainer::TrainingData;
+
+fn batches(mirror_probability: f64) -> Vec<Batch> {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut writer, _) = DatasetWriter::open(dir.path(), WriterConfig::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for id in 0..20 {
+        let (game, samples) = random_game(&mut rng, id, &SyntheticConfig::default());
+        writer.append(game, samples).unwrap();
+    }
+    writer.finish().unwrap();
+    let config = ReplayConfig { batch_size: 64, mirror_probability, ..Default::default() };
+    ReplayWindow::open(dir.path(), config).unwrap().epoch(0).collect()
+}
+
+#[test]
+fn inputs_and_targets_describe_the_stored_positions() {
+    let mut rows = 0;
+    let mut mirrored = 0;
+    for batch in batches(0.5) {
+        let data = TrainingData::from_replay(&batch).unwrap();
+        assert_eq!(data.rows(), batch.size);
+        for row in 0..batch.size {
+            let turn = if batch.side_to_move[row] == 0 { Color::Red } else { Color::Black };
+            let pos = decode_board(batch.board(row), turn).unwrap();
+            let history = History {
+                quiet_plies: u32::from(batch.quiet_plies[row]),
+                repetitions: u32::from(batch.repetitions[row]),
+            };
+            let mut expected = vec![0.0; INPUT_SIZE];
+            encoding::encode_position(&pos, history, &mut expected);
+            assert_eq!(&data.inputs[row * INPUT_SIZE..(row + 1) * INPUT_SIZE], &expected[..], "row {row}");
+
+            let target = &data.policy[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
+            let legal = pos.legal_moves();
+            let mass: f32 = target.iter().sum();
+            if batch.full_search[row] == 1 {
+                assert!((mass - 1.0).abs() < 1e-4, "row {row}: policy mass {mass}");
+            } else {
+                assert_eq!(mass, 0.0, "row {row}: a cheap search's policy must not train");
+            }
+            for (i, &p) in target.iter().enumerate() {
+                if p > 0.0 {
+                    let mv = policy::move_for(i, turn).unwrap();
+                    assert!(legal.contains(&mv), "row {row}: target on {mv}, not legal");
+                }
+            }
+            let wdl = &data.wdl[row * 3..row * 3 + 3];
+            assert_eq!(wdl.iter().sum::<f32>(), 1.0);
+            rows += 1;
+            mirrored += usize::from(batch.mirrored[row]);
+        }
+    }
+    assert!(rows > 500 && mirrored > 100, "{rows} rows, {mirrored} mirrored");
+}
+
+#[test]
+fn a_corrupt_board_is_refused_with_its_row() {
+    let mut batch = batches(0.0).swap_remove(0);
+    batch.boards[3 * 90 + 5] = 99;
+    let err = TrainingData::from_replay(&batch).unwrap_err();
+    assert_eq!(err.to_string(), "row 3: bad board code 99 on square 5");
+}
