@@ -18,7 +18,7 @@
 //! let window = ReplayWindow::open(dir.path(), ReplayConfig { batch_size: 32, ..Default::default() })?;
 //! let batch = window.epoch(0).next().unwrap();
 //! let data = TrainingData::from_replay(&batch)?;
-//! let mut trainer = Trainer::new(Network::new(&ModelConfig::builtin("tiny")?, tch::Device::Cpu), TrainConfig::default());
+//! let mut trainer = Trainer::new(Network::new(&ModelConfig::builtin("tiny")?, xqz_net::Device::Cpu), TrainConfig::default());
 //! let losses = trainer.step(&data.batch())?;
 //! assert!(losses.total.is_finite());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
