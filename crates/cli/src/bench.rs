@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use xqz_net::bench::{raw_throughput, sample_positions, service_throughput};
 use xqz_net::service::ServiceConfig;
@@ -14,6 +14,32 @@ pub enum BenchCommand {
     /// Positions per second of the network at batch sizes 1..256, then through the batching
     /// service with concurrent callers.
     Net(NetArgs),
+    /// Self-play speed with a network, and the share of CPU time spent outside network evaluation
+    /// (search, rules, data).
+    Selfplay(SelfPlayBenchArgs),
+}
+
+/// Options of `xqz bench selfplay`.
+#[derive(Args)]
+pub struct SelfPlayBenchArgs {
+    /// Model config of a randomly initialised network: tiny, small, standard or a .toml file.
+    #[arg(long, default_value = "small")]
+    model: String,
+    /// Device: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// Games to play.
+    #[arg(long, default_value_t = 32)]
+    games: u64,
+    /// Search threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Games per thread played at once.
+    #[arg(long, default_value_t = 32)]
+    games_per_thread: usize,
+    /// Length cap in plies.
+    #[arg(long, default_value_t = 300)]
+    max_plies: u32,
 }
 
 /// Options of `xqz bench net`.
@@ -45,6 +71,7 @@ pub struct NetArgs {
 pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Net(args) => bench_net(&args),
+        BenchCommand::Selfplay(args) => bench_selfplay(&args),
     }
 }
 
@@ -84,5 +111,80 @@ fn bench_net(args: &NetArgs) -> Result<()> {
         Some(raw) => println!(", {:.0}% of raw batch 128", 100.0 * measured.positions_per_second / raw),
         None => println!(),
     }
+    Ok(())
+}
+
+/// CPU seconds (user + system) of a `/proc/.../stat` file.
+fn cpu_seconds(stat: &str) -> Option<f64> {
+    // The command name may hold spaces; the fields after it are space-separated.
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// CPU seconds of the whole process and of its threads named `xqz-inference` (the inference
+/// thread and the libtorch worker threads it started, which inherit its name), and their count.
+fn cpu_split() -> Result<(f64, f64, usize)> {
+    let process = cpu_seconds(&std::fs::read_to_string("/proc/self/stat")?).context("parse /proc/self/stat")?;
+    let (mut inference, mut threads) = (0.0, 0);
+    for task in std::fs::read_dir("/proc/self/task")? {
+        let task = task?.path();
+        let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        if name.trim_end() == "xqz-inference" {
+            inference +=
+                std::fs::read_to_string(task.join("stat")).ok().as_deref().and_then(cpu_seconds).unwrap_or(0.0);
+            threads += 1;
+        }
+    }
+    Ok((process, inference, threads))
+}
+
+fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
+    use xqz_mcts::SelfPlayConfig;
+    use xqz_net::service::InferenceService;
+    use xqz_worker::{LocalSelfPlay, play_into};
+
+    let config = ModelConfig::resolve(&args.model)?;
+    let device = parse_device(&args.device)?;
+    let play = SelfPlayConfig {
+        threads: args.threads,
+        games_per_thread: args.games_per_thread,
+        game: xiangqi::game::GameConfig { max_plies: Some(args.max_plies), ..Default::default() },
+        ..SelfPlayConfig::default()
+    };
+    println!(
+        "model {} on {device:?}; {} games, {} threads x {} games, playouts {} full / {} cheap ({:.0}% full), \
+         {} leaves per game per batch",
+        config.name,
+        args.games,
+        play.threads,
+        play.games_per_thread,
+        play.playouts,
+        play.cheap_playouts,
+        100.0 * play.full_search_probability,
+        play.search.leaves_per_batch
+    );
+    let service = InferenceService::spawn(Network::new(&config, device), ServiceConfig::default());
+    let dir = tempfile::tempdir()?;
+    let run = LocalSelfPlay { games: args.games, model_version: 0, worker_id: "bench".into() };
+    let (process_before, inference_before, _) = cpu_split()?;
+    let report = play_into(dir.path(), &play, service.client(), &run, |_| {})?;
+    let (process_after, inference_after, threads) = cpu_split()?;
+    let s = &report.stats;
+    let secs = s.elapsed.as_secs_f64();
+    println!(
+        "{} games, {} moves in {secs:.1}s: {:.1} moves/s, {:.0} evaluations/s, mean batch {:.1}",
+        s.games,
+        s.moves,
+        s.moves as f64 / secs,
+        s.evaluations as f64 / secs,
+        s.evaluations as f64 / s.batches.max(1) as f64
+    );
+    let (process, inference) = (process_after - process_before, inference_after - inference_before);
+    println!(
+        "CPU: {process:.1}s in all, {inference:.1}s network evaluation ({threads} inference threads), \
+         {:.1}% outside it (search, rules, encoding, data)",
+        100.0 * (process - inference) / process.max(1e-9)
+    );
     Ok(())
 }

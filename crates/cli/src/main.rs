@@ -2,6 +2,7 @@
 
 mod bench;
 mod data;
+mod selfplay;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -55,6 +56,8 @@ enum Command {
         #[command(subcommand)]
         command: data::DataCommand,
     },
+    /// Play self-play games on this machine and append them to a dataset folder.
+    Selfplay(selfplay::SelfPlayArgs),
     /// Benchmarks that print numbers (the network; more in `cargo bench` and `scripts/bench*`).
     Bench {
         #[command(subcommand)]
@@ -86,6 +89,7 @@ fn run(command: Command) -> Result<()> {
         }
         Command::Data { command } => data::run(command),
         Command::Bench { command } => bench::run(command),
+        Command::Selfplay(args) => selfplay::run(&args),
     }
 }
 

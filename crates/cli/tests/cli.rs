@@ -116,3 +116,31 @@ fn bench_net_refuses_a_missing_gpu_and_unknown_models() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("CUDA is not available"));
     }
 }
+
+#[test]
+fn selfplay_writes_games_that_the_data_tools_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("games");
+    let out_str = out.to_str().unwrap();
+    for source in [&["--uniform"][..], &["--init", "tiny", "--device", "cpu"][..]] {
+        let mut args =
+            vec!["selfplay", "--games", "3", "--playouts", "8", "--cheap-playouts", "4", "--max-plies", "20"];
+        args.extend_from_slice(source);
+        args.extend_from_slice(&["--out", out_str]);
+        let run = xqz(&args);
+        assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+        assert!(stdout(&run).starts_with("3 games, "), "{}", stdout(&run));
+    }
+    let stats = xqz(&["data", "stats", out_str]);
+    assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));
+    assert!(stdout(&stats).contains(" games 6 "), "{}", stdout(&stats));
+}
+
+#[test]
+fn selfplay_needs_exactly_one_model_source() {
+    let out = xqz(&["selfplay", "--games", "1", "--out", "/tmp/never", "--uniform", "--init", "tiny"]);
+    assert!(!out.status.success());
+    let out = xqz(&["selfplay", "--games", "1", "--out", "/tmp/never", "--model", "/no/such/checkpoint.json"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/checkpoint.json"));
+}

@@ -30,6 +30,8 @@ use std::time::{Duration, Instant};
 use xiangqi::game::Game;
 use xiangqi::{Move, Position};
 
+pub use xqz_mcts::Evaluation;
+
 use crate::encoding::{self, History, INPUT_SIZE};
 use crate::model::Network;
 use crate::policy::{self, POLICY_SIZE};
@@ -82,15 +84,6 @@ impl Query {
             .collect();
         Query { input, legal }
     }
-}
-
-/// The network's answer for one position.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Evaluation {
-    /// Probabilities of the query's legal moves, in its order (softmax over the legal moves only).
-    pub priors: Vec<f32>,
-    /// Win, draw, loss probabilities for the side to move.
-    pub wdl: [f32; 3],
 }
 
 /// Why a request was not answered.
@@ -336,4 +329,12 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
         .cloned()
         .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
         .unwrap_or_else(|| "panic in the inference thread".to_string())
+}
+
+/// The service as the search's evaluator: each search thread holds its own client.
+impl xqz_mcts::Evaluator for Client {
+    fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, xqz_mcts::EvalError> {
+        let queries = games.iter().map(|g| Query::from_game(g)).collect();
+        self.evaluate_many(queries).map_err(|e| xqz_mcts::EvalError(e.to_string()))
+    }
 }

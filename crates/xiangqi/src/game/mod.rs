@@ -121,6 +121,8 @@ pub enum Reason {
     NoPossibleWin,
     /// The configured maximum game length was reached.
     MaxLength,
+    /// A side resigned ([`Game::resign`]).
+    Resignation,
 }
 
 impl Reason {
@@ -137,6 +139,7 @@ impl Reason {
             Reason::NaturalMoveLimit => "natural_move_limit",
             Reason::NoPossibleWin => "no_possible_win",
             Reason::MaxLength => "max_length",
+            Reason::Resignation => "resignation",
         }
     }
 }
@@ -227,6 +230,14 @@ pub enum GameError {
         mv: Move,
         /// Its index in the game (0 = first move).
         ply: usize,
+    },
+    /// A resignation after the end of the game.
+    #[error("resignation at ply {ply} comes after the end of the game ({outcome})")]
+    AlreadyOver {
+        /// Plies played.
+        ply: usize,
+        /// The ruling that ended the game, as JSON.
+        outcome: String,
     },
     /// The game has already ended.
     #[error("move {mv} at ply {ply} comes after the end of the game ({outcome})")]
@@ -355,6 +366,26 @@ impl Game {
     /// The current state: ongoing, or how the game ended.
     pub fn outcome(&self) -> Outcome {
         self.outcome
+    }
+
+    /// Ends the game with `loser` resigning; refused (game unchanged) if it has already ended.
+    ///
+    /// ```
+    /// use xiangqi::Color;
+    /// use xiangqi::game::Game;
+    /// let mut game = Game::new(Default::default());
+    /// let outcome = game.resign(Color::Red)?;
+    /// assert_eq!(outcome.winner(), Some(Color::Black));
+    /// assert!(game.push_str("h2e2").is_err());
+    /// # Ok::<(), xiangqi::game::GameError>(())
+    /// ```
+    pub fn resign(&mut self, loser: Color) -> Result<Outcome, GameError> {
+        if self.outcome.is_over() {
+            return Err(GameError::AlreadyOver { ply: self.plies.len(), outcome: self.outcome.to_json() });
+        }
+        self.outcome =
+            Outcome::Win { winner: loser.opponent(), verdict: self.verdict(Reason::Resignation, "resignation") };
+        Ok(self.outcome)
     }
 
     /// Plays a move; rejects an illegal move or a move after the end, leaving the game unchanged.

@@ -1,0 +1,168 @@
+//! `xqz selfplay`: local self-play games into a dataset folder.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use xiangqi::game::{GameConfig, Ruleset};
+use xqz_mcts::{ResignConfig, SelfPlayConfig, UniformEvaluator};
+use xqz_net::service::{InferenceService, ServiceConfig};
+use xqz_net::{ModelConfig, Network, checkpoint, parse_device};
+use xqz_worker::{LocalReport, LocalSelfPlay, play_into};
+
+/// Where the network comes from.
+#[derive(Args)]
+#[group(required = true, multiple = false)]
+pub struct ModelSource {
+    /// A checkpoint (its `.json` metadata file).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// A randomly initialised network of this config (tiny, small, standard or a .toml file).
+    #[arg(long)]
+    pub init: Option<String>,
+    /// No network: uniform priors and a draw value everywhere (the search plays on the rules alone).
+    #[arg(long)]
+    pub uniform: bool,
+}
+
+/// Options of `xqz selfplay`.
+#[derive(Args)]
+pub struct SelfPlayArgs {
+    #[command(flatten)]
+    source: ModelSource,
+    /// Games to play.
+    #[arg(long)]
+    games: u64,
+    /// Playouts of a full search.
+    #[arg(long, default_value_t = 200)]
+    playouts: u32,
+    /// Playouts of a cheap search (playout cap randomization).
+    #[arg(long, default_value_t = 40)]
+    cheap_playouts: u32,
+    /// Fraction of moves with a full search (1 turns playout cap randomization off).
+    #[arg(long, default_value_t = 0.25)]
+    full_fraction: f64,
+    /// Dataset folder (created if missing; games are appended).
+    #[arg(long)]
+    out: PathBuf,
+    /// Search threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Games each thread plays at once (their leaves share one evaluator batch).
+    #[arg(long, default_value_t = 32)]
+    games_per_thread: usize,
+    /// Seed of the run (game i plays with a seed derived from it).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Length cap in plies (a draw when reached).
+    #[arg(long, default_value_t = 300)]
+    max_plies: u32,
+    /// Repetition rules: chinese2011, wxf or simple.
+    #[arg(long, default_value = "chinese2011")]
+    ruleset: Ruleset,
+    /// Play every game to its end.
+    #[arg(long)]
+    no_resign: bool,
+    /// Device of the network: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    device: String,
+}
+
+/// The network a run plays with, and its version, if any.
+pub fn load_network(source: &ModelSource, device: &str) -> Result<Option<(Network, u64)>> {
+    if source.uniform {
+        return Ok(None);
+    }
+    let device = parse_device(device)?;
+    if let Some(path) = &source.model {
+        let (net, meta) = checkpoint::load(path, device, None)?;
+        return Ok(Some((net, meta.info.model_version)));
+    }
+    let name = source.init.as_deref().context("one of --model, --init, --uniform")?;
+    Ok(Some((Network::new(&ModelConfig::resolve(name)?, device), 0)))
+}
+
+impl SelfPlayArgs {
+    fn config(&self) -> SelfPlayConfig {
+        SelfPlayConfig {
+            playouts: self.playouts,
+            cheap_playouts: self.cheap_playouts,
+            full_search_probability: self.full_fraction,
+            threads: self.threads,
+            games_per_thread: self.games_per_thread,
+            seed: self.seed,
+            resign: (!self.no_resign).then(ResignConfig::default),
+            game: GameConfig { ruleset: self.ruleset, max_plies: Some(self.max_plies), natural_limit: None },
+            ..SelfPlayConfig::default()
+        }
+    }
+}
+
+pub fn run(args: &SelfPlayArgs) -> Result<()> {
+    anyhow::ensure!(args.playouts > 0 && args.cheap_playouts > 0, "playouts must be positive");
+    anyhow::ensure!((0.0..=1.0).contains(&args.full_fraction), "--full-fraction must lie in [0, 1]");
+    let config = args.config();
+    let network = load_network(&args.source, &args.device)?;
+    let bar = ProgressBar::new(args.games);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} games {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.enable_steady_tick(Duration::from_millis(500));
+    let start = std::time::Instant::now();
+    let (mut plies, mut games) = (0u64, 0u64);
+    let progress = |game: &xqz_mcts::SelfPlayGame| {
+        games += 1;
+        plies += game.game.len() as u64;
+        bar.inc(1);
+        bar.set_message(format!(
+            "{:.1} moves/s, average length {:.1}",
+            plies as f64 / start.elapsed().as_secs_f64(),
+            plies as f64 / games as f64
+        ));
+    };
+    let worker_id = format!("selfplay-{}", std::process::id());
+    let report = match network {
+        None => {
+            let run = LocalSelfPlay { games: args.games, model_version: 0, worker_id };
+            play_into(&args.out, &config, UniformEvaluator, &run, progress)?
+        }
+        Some((net, version)) => {
+            let service = InferenceService::spawn(net, ServiceConfig::default());
+            let run = LocalSelfPlay { games: args.games, model_version: version, worker_id };
+            play_into(&args.out, &config, service.client(), &run, progress)?
+        }
+    };
+    bar.finish();
+    print_report(&report, args);
+    Ok(())
+}
+
+fn print_report(report: &LocalReport, args: &SelfPlayArgs) {
+    let s = &report.stats;
+    let secs = s.elapsed.as_secs_f64();
+    println!(
+        "{} games, {} moves ({:.1} per game), {} samples written to {}",
+        s.games,
+        s.moves,
+        s.moves as f64 / s.games.max(1) as f64,
+        report.samples,
+        args.out.display()
+    );
+    println!(
+        "{:.1} moves/s, {:.0} evaluations/s, mean batch {:.1}, {:.1}s",
+        s.moves as f64 / secs,
+        s.evaluations as f64 / secs,
+        s.evaluations as f64 / s.batches.max(1) as f64,
+        secs
+    );
+    if report.resign_checks.0 > 0 {
+        println!(
+            "resignation check: {} games would have resigned with resigning off, {} of them wrongly",
+            report.resign_checks.0, report.resign_checks.1
+        );
+    }
+}

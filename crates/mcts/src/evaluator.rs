@@ -1,0 +1,94 @@
+//! What the search asks of a network: priors over a position's legal moves and a win/draw/loss
+//! estimate, for many positions at once.
+
+use xiangqi::game::Game;
+use xiangqi::{Color, PieceKind};
+
+/// A network's answer for one position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluation {
+    /// Probabilities of `game.legal_moves()`, in that order, summing to 1.
+    pub priors: Vec<f32>,
+    /// Win, draw, loss probabilities for the side to move.
+    pub wdl: [f32; 3],
+}
+
+/// An evaluator that failed; the search stops with it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("evaluation failed: {0}")]
+pub struct EvalError(pub String);
+
+/// Evaluates positions in batches. The search hands over every leaf it wants evaluated at once;
+/// an implementation answers them in order. Games are never over when asked.
+pub trait Evaluator {
+    /// One answer per game, in order.
+    fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError>;
+}
+
+impl<E: Evaluator + ?Sized> Evaluator for &mut E {
+    fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
+        (**self).evaluate(games)
+    }
+}
+
+/// Equal priors and a sure draw everywhere: the search then plays on the rules alone (mates,
+/// stalemates, forbidden repetitions found in the tree). For tests and bootstrapping.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct UniformEvaluator;
+
+fn uniform(game: &Game) -> Vec<f32> {
+    let n = game.legal_moves().len().max(1);
+    vec![1.0 / n as f32; game.legal_moves().len()]
+}
+
+impl Evaluator for UniformEvaluator {
+    fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
+        Ok(games.iter().map(|g| Evaluation { priors: uniform(g), wdl: [0.0, 1.0, 0.0] }).collect())
+    }
+}
+
+/// Equal priors and a value from the material balance (rook 9, cannon 4.5, horse 4, advisor and
+/// elephant 2, pawn 1, or 2 once across the river): a cheap stand-in for a trained network.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct MaterialEvaluator;
+
+impl MaterialEvaluator {
+    /// Material of the side to move minus the opponent's, in pawns.
+    pub fn balance(game: &Game) -> f32 {
+        let pos = game.position();
+        let us = pos.turn();
+        let mut balance = 0.0;
+        for color in [Color::Red, Color::Black] {
+            let sign = if color == us { 1.0 } else { -1.0 };
+            for kind in PieceKind::ALL {
+                for sq in pos.piece_bb(xiangqi::Piece::new(color, kind)) {
+                    let value = match kind {
+                        PieceKind::King => 0.0,
+                        PieceKind::Advisor | PieceKind::Elephant => 2.0,
+                        PieceKind::Horse => 4.0,
+                        PieceKind::Cannon => 4.5,
+                        PieceKind::Rook => 9.0,
+                        PieceKind::Pawn if sq.on_own_side(color) => 1.0,
+                        PieceKind::Pawn => 2.0,
+                    };
+                    balance += sign * value;
+                }
+            }
+        }
+        balance
+    }
+}
+
+impl Evaluator for MaterialEvaluator {
+    fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
+        Ok(games
+            .iter()
+            .map(|g| {
+                // A logistic on the balance: a rook up is about an 80% score.
+                let score = 1.0 / (1.0 + (-Self::balance(g) / 6.5).exp());
+                let draw = 0.2 * (1.0 - (2.0 * score - 1.0).abs());
+                Evaluation { priors: uniform(g), wdl: [score - draw / 2.0, draw, 1.0 - score - draw / 2.0] }
+            })
+            .collect())
+    }
+}

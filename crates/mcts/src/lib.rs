@@ -1,0 +1,26 @@
+//! xqzero's search: PUCT Monte Carlo tree search over any [`Evaluator`], and the self-play
+//! driver that keeps an evaluator fed with batches from many games at once.
+//!
+//! ```
+//! use xiangqi::game::Game;
+//! use xqz_mcts::{SearchConfig, Tree, UniformEvaluator, search};
+//!
+//! // Red mates in one: the rook takes the open d-file (the kings face on the e-file).
+//! let game = Game::from_position("3k5/9/9/9/9/9/9/9/R8/4K4 w".parse()?, Default::default());
+//! let mut tree = Tree::new(game);
+//! search(&mut tree, &mut UniformEvaluator, 400, &SearchConfig::default())?;
+//! assert_eq!(tree.root().best_move(), Some("a1d1".parse()?));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod evaluator;
+mod search;
+mod selfplay;
+mod tree;
+
+pub use evaluator::{EvalError, Evaluation, Evaluator, MaterialEvaluator, UniformEvaluator};
+pub use search::search;
+pub use selfplay::{
+    PlyRecord, ResignConfig, Resignation, SelfPlayConfig, SelfPlayGame, SelfPlayStats, game_seed, replay, self_play,
+};
+pub use tree::{PendingLeaf, RootStats, SearchConfig, Selection, Tree};

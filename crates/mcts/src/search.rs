@@ -1,0 +1,80 @@
+//! Searching one tree to a number of playouts, in evaluator batches of up to
+//! `leaves_per_batch` leaves.
+
+use crate::evaluator::{EvalError, Evaluation, Evaluator};
+use crate::tree::{PendingLeaf, SearchConfig, Selection, Tree};
+
+/// Collects up to `limit` leaves of `tree` to evaluate (fewer on a collision); terminal
+/// selections are backed up on the way and count toward `target` playouts.
+pub(crate) fn collect_leaves(tree: &mut Tree, config: &SearchConfig, target: u32, out: &mut Vec<PendingLeaf>) {
+    let limit = if tree.root_expanded() { config.leaves_per_batch.max(1) } else { 1 };
+    let mut collected = 0;
+    while collected < limit && tree.playouts_started() < target.max(u32::from(!tree.root_expanded())) {
+        match tree.select(config) {
+            Selection::Evaluate(leaf) => {
+                out.push(*leaf);
+                collected += 1;
+            }
+            Selection::Terminal => {}
+            Selection::Collision => break,
+        }
+        if !tree.root_expanded() {
+            break;
+        }
+    }
+}
+
+/// Evaluates leaves and checks that the answers fit them.
+pub(crate) fn evaluate_leaves<E: Evaluator + ?Sized>(
+    evaluator: &mut E,
+    leaves: &[PendingLeaf],
+) -> Result<Vec<Evaluation>, EvalError> {
+    let games: Vec<_> = leaves.iter().map(|l| &l.game).collect();
+    let evaluations = evaluator.evaluate(&games)?;
+    if evaluations.len() != leaves.len() {
+        return Err(EvalError(format!("{} answers for {} positions", evaluations.len(), leaves.len())));
+    }
+    for (leaf, e) in leaves.iter().zip(&evaluations) {
+        let legal = leaf.game.legal_moves().len();
+        if e.priors.len() != legal || e.wdl.iter().chain(&e.priors).any(|v| !v.is_finite()) {
+            return Err(EvalError(format!(
+                "answer with {} priors (expected {legal}) or non-finite values for {}",
+                e.priors.len(),
+                leaf.game.position()
+            )));
+        }
+    }
+    Ok(evaluations)
+}
+
+/// Runs playouts until the root's moves hold `playouts` visits in all (reused visits count).
+///
+/// ```
+/// use xiangqi::game::Game;
+/// use xqz_mcts::{SearchConfig, Tree, UniformEvaluator, search};
+///
+/// let mut tree = Tree::new(Game::new(Default::default()));
+/// search(&mut tree, &mut UniformEvaluator, 200, &SearchConfig::default())?;
+/// assert_eq!(tree.root().playouts(), 200);
+/// # Ok::<(), xqz_mcts::EvalError>(())
+/// ```
+pub fn search<E: Evaluator + ?Sized>(
+    tree: &mut Tree,
+    evaluator: &mut E,
+    playouts: u32,
+    config: &SearchConfig,
+) -> Result<(), EvalError> {
+    let mut leaves = Vec::new();
+    while !tree.root_expanded() || tree.playouts() < playouts {
+        leaves.clear();
+        collect_leaves(tree, config, playouts, &mut leaves);
+        if leaves.is_empty() {
+            continue;
+        }
+        let evaluations = evaluate_leaves(evaluator, &leaves)?;
+        for (leaf, evaluation) in leaves.drain(..).zip(&evaluations) {
+            tree.expand(leaf, evaluation);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,415 @@
+//! The self-play driver: each thread plays many games at once and sends the leaves of all of them
+//! to the evaluator in one batch (the lc0/KataGo pattern), on several threads.
+//!
+//! Per move: playout cap randomization (a fraction of moves get a full search with root noise and
+//! become policy targets; the rest a cheap one), a temperature schedule, tree reuse, and
+//! resignation when the searched value stays below a threshold; a fraction of games never resign
+//! and report whether resigning would have been a false positive. Every game has its own seed, so
+//! it replays exactly with the same evaluator ([`replay`]).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use xiangqi::game::{Game, GameConfig};
+use xiangqi::{Color, Move};
+
+use crate::evaluator::{EvalError, Evaluator};
+use crate::search::{collect_leaves, evaluate_leaves};
+use crate::tree::{PendingLeaf, SearchConfig, Tree};
+
+/// When a side gives up.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct ResignConfig {
+    /// A side resigns when its searched value (win - loss, in [-1, 1]) stays below this...
+    pub threshold: f32,
+    /// ...for this many of its own moves in a row.
+    pub consecutive: u32,
+    /// Fraction of games in which nobody resigns (to measure false positives).
+    pub disabled_fraction: f64,
+}
+
+impl Default for ResignConfig {
+    fn default() -> ResignConfig {
+        ResignConfig { threshold: -0.9, consecutive: 3, disabled_fraction: 0.1 }
+    }
+}
+
+/// How self-play games are played.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SelfPlayConfig {
+    /// Search settings.
+    pub search: SearchConfig,
+    /// Playouts of a full search (policy target, root noise).
+    pub playouts: u32,
+    /// Playouts of a cheap search (not a policy target).
+    pub cheap_playouts: u32,
+    /// Probability that a move gets a full search (1 turns playout cap randomization off).
+    pub full_search_probability: f64,
+    /// Dirichlet noise concentration at the root of full searches.
+    pub dirichlet_alpha: f32,
+    /// Weight of the noise in the root priors (0 turns it off).
+    pub dirichlet_fraction: f32,
+    /// Moves are drawn in proportion to visits^(1/temperature) for the first `temperature_plies`.
+    pub temperature: f32,
+    /// See `temperature`; afterwards the most visited move is played.
+    pub temperature_plies: u32,
+    /// Resignation; `None` plays every game to its end.
+    pub resign: Option<ResignConfig>,
+    /// Rules and limits of the games.
+    pub game: GameConfig,
+    /// Keep the subtree of the played move for the next search.
+    pub reuse_tree: bool,
+    /// Games each thread plays at once.
+    pub games_per_thread: usize,
+    /// Threads.
+    pub threads: usize,
+    /// Seed of all games: game `i` plays with [`game_seed`]`(seed, i)`.
+    pub seed: u64,
+}
+
+impl Default for SelfPlayConfig {
+    fn default() -> SelfPlayConfig {
+        SelfPlayConfig {
+            search: SearchConfig::default(),
+            playouts: 200,
+            cheap_playouts: 40,
+            full_search_probability: 0.25,
+            dirichlet_alpha: 0.25,
+            dirichlet_fraction: 0.25,
+            temperature: 1.0,
+            temperature_plies: 20,
+            resign: Some(ResignConfig::default()),
+            game: GameConfig { max_plies: Some(300), ..GameConfig::default() },
+            reuse_tree: true,
+            games_per_thread: 32,
+            threads: 1,
+            seed: 0,
+        }
+    }
+}
+
+/// The seed of game `index` of a run seeded with `base` (SplitMix64 of both).
+pub fn game_seed(base: u64, index: u64) -> u64 {
+    let mut z = base ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The search made before one move.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlyRecord {
+    /// Visit fractions of the legal moves (the policy target when `full_search`).
+    pub policy: Vec<(Move, f32)>,
+    /// The search's win/draw/loss for the side to move.
+    pub root_wdl: [f32; 3],
+    /// Whether it was a full search.
+    pub full_search: bool,
+    /// Playouts at the root when the move was chosen (reused ones included).
+    pub playouts: u32,
+}
+
+/// A resignation that was (or, in a game without resigning, would have been) made.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Resignation {
+    /// The side that gave up.
+    pub side: Color,
+    /// The ply at which it did.
+    pub ply: usize,
+}
+
+/// A finished self-play game.
+#[derive(Clone, Debug)]
+pub struct SelfPlayGame {
+    /// Its number in the run.
+    pub index: u64,
+    /// Its seed.
+    pub seed: u64,
+    /// The game, ended by the rules or by a resignation.
+    pub game: Game,
+    /// One record per move.
+    pub plies: Vec<PlyRecord>,
+    /// Whether resigning was allowed in this game.
+    pub resign_allowed: bool,
+    /// The first resignation: made if allowed, else only noted.
+    pub resignation: Option<Resignation>,
+    /// When its first search began.
+    pub started: SystemTime,
+}
+
+impl SelfPlayGame {
+    /// In a game without resigning where a side would have resigned: whether that was wrong
+    /// (the side did not lose). `None` otherwise.
+    pub fn resign_false_positive(&self) -> Option<bool> {
+        if self.resign_allowed {
+            return None;
+        }
+        let r = self.resignation?;
+        Some(self.game.outcome().winner() != Some(r.side.opponent()))
+    }
+}
+
+/// Totals of a run.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct SelfPlayStats {
+    /// Games finished.
+    pub games: u64,
+    /// Moves played.
+    pub moves: u64,
+    /// Positions evaluated.
+    pub evaluations: u64,
+    /// Evaluator calls.
+    pub batches: u64,
+    /// Time the threads spent inside evaluator calls, summed over threads.
+    pub evaluator_time: Duration,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+}
+
+impl SelfPlayStats {
+    fn add(&mut self, other: &SelfPlayStats) {
+        self.games += other.games;
+        self.moves += other.moves;
+        self.evaluations += other.evaluations;
+        self.batches += other.batches;
+        self.evaluator_time += other.evaluator_time;
+    }
+}
+
+/// One game in progress.
+struct Slot {
+    index: u64,
+    seed: u64,
+    rng: ChaCha8Rng,
+    tree: Tree,
+    plies: Vec<PlyRecord>,
+    target: u32,
+    full: bool,
+    noise_pending: bool,
+    resign_allowed: bool,
+    streak: [u32; 2],
+    resignation: Option<Resignation>,
+    started: SystemTime,
+}
+
+impl Slot {
+    fn new(config: &SelfPlayConfig, index: u64) -> Slot {
+        let seed = game_seed(config.seed, index);
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let resign_allowed = config.resign.is_some_and(|r| !rng.random_bool(r.disabled_fraction.clamp(0.0, 1.0)));
+        let mut slot = Slot {
+            index,
+            seed,
+            rng,
+            tree: Tree::new(Game::new(config.game)),
+            plies: Vec::new(),
+            target: 0,
+            full: false,
+            noise_pending: false,
+            resign_allowed,
+            streak: [0; 2],
+            resignation: None,
+            started: SystemTime::now(),
+        };
+        slot.start_move(config);
+        slot
+    }
+
+    fn start_move(&mut self, config: &SelfPlayConfig) {
+        self.full = self.rng.random_bool(config.full_search_probability.clamp(0.0, 1.0));
+        self.target = if self.full { config.playouts } else { config.cheap_playouts }.max(1);
+        self.noise_pending = self.full && config.dirichlet_fraction > 0.0;
+    }
+
+    /// After evaluations: noise once the root is expanded, then a move once the search is done.
+    /// Returns the finished game, if this move ended it.
+    fn advance(&mut self, config: &SelfPlayConfig) -> Option<SelfPlayGame> {
+        if self.noise_pending && self.tree.root_expanded() {
+            self.tree.add_root_noise(config.dirichlet_alpha, config.dirichlet_fraction, &mut self.rng);
+            self.noise_pending = false;
+        }
+        if !self.tree.root_expanded() || self.tree.playouts() < self.target {
+            return None;
+        }
+        let root = self.tree.root();
+        let ply = self.tree.game().len();
+        let side = self.tree.game().position().turn();
+        let temperature = if (ply as u32) < config.temperature_plies { config.temperature } else { 0.0 };
+        let mv = root.sample_move(temperature, &mut self.rng).expect("an ongoing game has moves");
+        self.plies.push(PlyRecord {
+            policy: root.policy(),
+            root_wdl: root.wdl,
+            full_search: self.full,
+            playouts: root.playouts(),
+        });
+        if let Some(resign) = config.resign {
+            let streak = &mut self.streak[side.index()];
+            *streak = if root.value() < resign.threshold { *streak + 1 } else { 0 };
+            if *streak >= resign.consecutive && self.resignation.is_none() {
+                self.resignation = Some(Resignation { side, ply });
+                if self.resign_allowed {
+                    let mut game = self.tree.game().clone();
+                    game.resign(side).expect("an ongoing game");
+                    // The resigning side's last search stays a sample; its move is not played.
+                    self.plies.pop();
+                    return Some(self.finish(game));
+                }
+            }
+        }
+        let mut next = self.tree.game().clone();
+        next.push(mv).expect("searched moves are legal");
+        if next.outcome().is_over() {
+            return Some(self.finish(next));
+        }
+        if config.reuse_tree {
+            self.tree.advance(mv);
+        } else {
+            self.tree = Tree::new(next);
+        }
+        self.start_move(config);
+        None
+    }
+
+    fn finish(&mut self, game: Game) -> SelfPlayGame {
+        SelfPlayGame {
+            index: self.index,
+            seed: self.seed,
+            game,
+            plies: std::mem::take(&mut self.plies),
+            resign_allowed: self.resign_allowed,
+            resignation: self.resignation,
+            started: self.started,
+        }
+    }
+}
+
+/// Plays the games whose indices `next_index` hands out (until it returns `None` or `stop` is
+/// set), `config.games_per_thread` at a time, on this thread.
+fn play_games<E: Evaluator + ?Sized>(
+    evaluator: &mut E,
+    config: &SelfPlayConfig,
+    mut next_index: impl FnMut() -> Option<u64>,
+    stop: &AtomicBool,
+    mut on_game: impl FnMut(SelfPlayGame),
+) -> Result<SelfPlayStats, EvalError> {
+    let mut stats = SelfPlayStats::default();
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut leaves: Vec<PendingLeaf> = Vec::new();
+    let mut owners: Vec<usize> = Vec::new();
+    loop {
+        while slots.len() < config.games_per_thread.max(1) && !stop.load(Ordering::Relaxed) {
+            match next_index() {
+                Some(index) => slots.push(Slot::new(config, index)),
+                None => break,
+            }
+        }
+        if slots.is_empty() || stop.load(Ordering::Relaxed) {
+            return Ok(stats);
+        }
+        leaves.clear();
+        owners.clear();
+        for (i, slot) in slots.iter_mut().enumerate() {
+            let before = leaves.len();
+            collect_leaves(&mut slot.tree, &config.search, slot.target, &mut leaves);
+            owners.extend(std::iter::repeat_n(i, leaves.len() - before));
+        }
+        if !leaves.is_empty() {
+            let start = Instant::now();
+            let evaluations = evaluate_leaves(evaluator, &leaves)?;
+            stats.evaluator_time += start.elapsed();
+            stats.batches += 1;
+            stats.evaluations += leaves.len() as u64;
+            for ((leaf, evaluation), &owner) in leaves.drain(..).zip(&evaluations).zip(&owners) {
+                slots[owner].tree.expand(leaf, evaluation);
+            }
+        }
+        let mut i = 0;
+        while i < slots.len() {
+            let before = slots[i].plies.len();
+            let finished = slots[i].advance(config);
+            stats.moves += (slots[i].plies.len().max(before) - before) as u64;
+            match finished {
+                Some(game) => {
+                    stats.moves += (game.plies.len().max(before) - before) as u64;
+                    stats.games += 1;
+                    on_game(game);
+                    slots.swap_remove(i);
+                }
+                None => i += 1,
+            }
+        }
+    }
+}
+
+/// Plays `games` games on `config.threads` threads, each with its own clone of `evaluator`, and
+/// hands each finished game to `on_game` (from any thread). Setting `stop` ends the run early
+/// (games in progress are dropped).
+///
+/// ```
+/// use std::sync::atomic::AtomicBool;
+/// use xqz_mcts::{MaterialEvaluator, SelfPlayConfig, self_play};
+///
+/// let config = SelfPlayConfig { playouts: 16, cheap_playouts: 8, games_per_thread: 2, ..Default::default() };
+/// let config = SelfPlayConfig { game: xiangqi::game::GameConfig { max_plies: Some(10), ..config.game }, ..config };
+/// let mut lengths = Vec::new();
+/// let stats = self_play(&config, MaterialEvaluator, 3, &AtomicBool::new(false), |g| lengths.push(g.game.len()))?;
+/// assert_eq!((stats.games, lengths.len()), (3, 3));
+/// # Ok::<(), xqz_mcts::EvalError>(())
+/// ```
+pub fn self_play<E, F>(
+    config: &SelfPlayConfig,
+    evaluator: E,
+    games: u64,
+    stop: &AtomicBool,
+    on_game: F,
+) -> Result<SelfPlayStats, EvalError>
+where
+    E: Evaluator + Clone + Send,
+    F: FnMut(SelfPlayGame) + Send,
+{
+    let start = Instant::now();
+    let next = AtomicU64::new(0);
+    let on_game = Mutex::new(on_game);
+    let results: Vec<Result<SelfPlayStats, EvalError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..config.threads.max(1))
+            .map(|_| {
+                let mut evaluator = evaluator.clone();
+                let (next, on_game) = (&next, &on_game);
+                scope.spawn(move || {
+                    let take = || {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        (i < games).then_some(i)
+                    };
+                    let deliver = |game| (on_game.lock().unwrap_or_else(|e| e.into_inner()))(game);
+                    play_games(&mut evaluator, config, take, stop, deliver)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(EvalError("self-play thread panicked".into()))))
+            .collect()
+    });
+    let mut total = SelfPlayStats::default();
+    for result in results {
+        total.add(&result?);
+    }
+    total.elapsed = start.elapsed();
+    Ok(total)
+}
+
+/// Plays game `index` of a run alone: the same game [`self_play`] plays with the same config and
+/// a deterministic evaluator.
+pub fn replay<E: Evaluator + ?Sized>(
+    config: &SelfPlayConfig,
+    evaluator: &mut E,
+    index: u64,
+) -> Result<SelfPlayGame, EvalError> {
+    let mut once = Some(index);
+    let mut out = None;
+    play_games(evaluator, config, || once.take(), &AtomicBool::new(false), |g| out = Some(g))?;
+    Ok(out.expect("the game finishes"))
+}

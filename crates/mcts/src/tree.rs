@@ -1,0 +1,403 @@
+//! The search tree: PUCT selection with first-play urgency and virtual loss, expansion from an
+//! evaluator's answer, backup, terminal nodes judged by [`Game`], and reuse of a subtree after a
+//! move.
+//!
+//! Values are stored from the point of view of the player who made the move into a node, so a
+//! parent picks the child with the best value for itself. Nodes are never shared between paths
+//! (no transposition table): a node's game history is its path, so repetition rulings made in the
+//! tree stay right for it (the same position reached by another path is another node).
+
+use rand::Rng;
+use rand_distr::{Distribution, Gamma};
+use xiangqi::Move;
+use xiangqi::game::{Game, Outcome};
+
+use crate::evaluator::Evaluation;
+
+/// How the search weighs moves.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct SearchConfig {
+    /// Exploration constant of PUCT.
+    pub c_puct: f32,
+    /// First-play urgency: an unvisited child is valued at the parent's value minus this times
+    /// the square root of the prior mass already visited.
+    pub fpu_reduction: f32,
+    /// The same at the root (where noise makes priors less trustworthy).
+    pub fpu_reduction_root: f32,
+    /// Leaves one search collects per evaluator call, kept apart by virtual loss.
+    pub leaves_per_batch: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> SearchConfig {
+        SearchConfig { c_puct: 1.5, fpu_reduction: 0.25, fpu_reduction_root: 0.0, leaves_per_batch: 4 }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum State {
+    /// Not evaluated yet.
+    Leaf,
+    /// Selected and waiting for its evaluation.
+    Pending,
+    /// Has children.
+    Expanded,
+    /// The game is over here: the value for the player who moved into it, and the draw share.
+    Terminal { value: f32, draw: f32 },
+}
+
+#[derive(Clone, Debug)]
+struct Node {
+    mv: Move,
+    prior: f32,
+    visits: u32,
+    in_flight: u32,
+    /// Sum of (win - loss) for the player who moved into this node.
+    value_sum: f32,
+    /// Sum of draw probabilities.
+    draw_sum: f32,
+    first_child: u32,
+    children: u16,
+    state: State,
+}
+
+impl Node {
+    fn new(mv: Move, prior: f32) -> Node {
+        Node {
+            mv,
+            prior,
+            visits: 0,
+            in_flight: 0,
+            value_sum: 0.0,
+            draw_sum: 0.0,
+            first_child: 0,
+            children: 0,
+            state: State::Leaf,
+        }
+    }
+}
+
+/// A leaf the search wants evaluated: the path to it and its game.
+#[derive(Clone, Debug)]
+pub struct PendingLeaf {
+    path: Vec<u32>,
+    /// The game at the leaf (ongoing).
+    pub game: Game,
+}
+
+/// What one selection found.
+#[derive(Debug)]
+pub enum Selection {
+    /// A leaf to evaluate; hand it back to [`Tree::expand`] with its evaluation.
+    Evaluate(Box<PendingLeaf>),
+    /// A finished game in the tree; already backed up.
+    Terminal,
+    /// The selection ran into a leaf already waiting for its evaluation: nothing to do until
+    /// the pending evaluations come back.
+    Collision,
+}
+
+/// The root's statistics after a search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RootStats {
+    /// The root's legal moves, their visits and priors.
+    pub children: Vec<(Move, u32, f32)>,
+    /// The root position's win/draw/loss for the side to move, from the search.
+    pub wdl: [f32; 3],
+}
+
+impl RootStats {
+    /// Visits summed over the root's moves.
+    pub fn playouts(&self) -> u32 {
+        self.children.iter().map(|c| c.1).sum()
+    }
+
+    /// Visit fractions of the root's moves: the policy target.
+    pub fn policy(&self) -> Vec<(Move, f32)> {
+        let total = self.playouts().max(1) as f32;
+        self.children.iter().map(|&(mv, n, _)| (mv, n as f32 / total)).collect()
+    }
+
+    /// The most visited move (ties to the higher prior).
+    pub fn best_move(&self) -> Option<Move> {
+        self.children.iter().max_by(|a, b| a.1.cmp(&b.1).then(a.2.total_cmp(&b.2))).map(|c| c.0)
+    }
+
+    /// Picks a move with probability proportional to visits^(1/temperature); the best move when
+    /// the temperature is 0.
+    pub fn sample_move<R: Rng>(&self, temperature: f32, rng: &mut R) -> Option<Move> {
+        if temperature <= 0.0 || self.playouts() == 0 {
+            return self.best_move();
+        }
+        let max = self.children.iter().map(|c| c.1).max()? as f64;
+        let weights: Vec<f64> =
+            self.children.iter().map(|c| (c.1 as f64 / max).powf(1.0 / f64::from(temperature))).collect();
+        let total: f64 = weights.iter().sum();
+        let mut x = rng.random::<f64>() * total;
+        for (child, w) in self.children.iter().zip(&weights) {
+            if x < *w {
+                return Some(child.0);
+            }
+            x -= w;
+        }
+        self.best_move()
+    }
+
+    /// The side to move's expected score in [-1, 1] (win - loss).
+    pub fn value(&self) -> f32 {
+        self.wdl[0] - self.wdl[2]
+    }
+}
+
+/// A search tree rooted at a game's current position.
+#[derive(Clone, Debug)]
+pub struct Tree {
+    nodes: Vec<Node>,
+    game: Game,
+}
+
+/// The value of a finished game for the player who made its last move, and the draw share.
+fn terminal_value(game: &Game) -> (f32, f32) {
+    let mover = game.position().turn().opponent();
+    match game.outcome() {
+        Outcome::Win { winner, .. } if winner == mover => (1.0, 0.0),
+        Outcome::Win { .. } => (-1.0, 0.0),
+        _ => (0.0, 1.0),
+    }
+}
+
+impl Tree {
+    /// A fresh tree for `game`'s current position.
+    ///
+    /// # Panics
+    /// If the game is over.
+    pub fn new(game: Game) -> Tree {
+        assert!(!game.outcome().is_over(), "no search in a finished game");
+        Tree { nodes: vec![Node::new(Move::from_u16(0).expect("move code 0"), 1.0)], game }
+    }
+
+    /// The game at the root.
+    pub fn game(&self) -> &Game {
+        &self.game
+    }
+
+    /// Visits summed over the root's moves (playouts so far, reused ones included).
+    pub fn playouts(&self) -> u32 {
+        self.children(0).map(|i| self.nodes[i].visits).sum()
+    }
+
+    /// Playouts plus selections still waiting for their evaluation.
+    pub fn playouts_started(&self) -> u32 {
+        self.children(0).map(|i| self.nodes[i].visits + self.nodes[i].in_flight).sum::<u32>()
+            + u32::from(self.nodes[0].state == State::Pending)
+    }
+
+    /// Nodes in the tree.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the tree is only its root.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() <= 1
+    }
+
+    /// Whether the root has been evaluated.
+    pub fn root_expanded(&self) -> bool {
+        self.nodes[0].state == State::Expanded
+    }
+
+    fn children(&self, node: usize) -> std::ops::Range<usize> {
+        let n = &self.nodes[node];
+        if n.state == State::Expanded {
+            n.first_child as usize..n.first_child as usize + n.children as usize
+        } else {
+            0..0
+        }
+    }
+
+    /// Mixes Dirichlet(alpha) noise into the root's priors with weight `fraction`.
+    ///
+    /// # Panics
+    /// If the root is not expanded yet.
+    pub fn add_root_noise<R: Rng>(&mut self, alpha: f32, fraction: f32, rng: &mut R) {
+        assert!(self.root_expanded(), "noise goes on an expanded root");
+        let range = self.children(0);
+        let gamma = Gamma::new(f64::from(alpha), 1.0).expect("positive alpha");
+        let samples: Vec<f64> = range.clone().map(|_| gamma.sample(rng)).collect();
+        let total: f64 = samples.iter().sum();
+        if total <= 0.0 {
+            return;
+        }
+        for (i, s) in range.zip(samples) {
+            let node = &mut self.nodes[i];
+            node.prior = (1.0 - fraction) * node.prior + fraction * (s / total) as f32;
+        }
+    }
+
+    /// Walks from the root to a leaf by PUCT, adding virtual loss on the way.
+    pub fn select(&mut self, config: &SearchConfig) -> Selection {
+        let mut path = vec![0u32];
+        let mut node = 0usize;
+        let mut moves = Vec::new();
+        loop {
+            match self.nodes[node].state {
+                State::Leaf => break,
+                State::Pending => {
+                    self.revert(&path);
+                    return Selection::Collision;
+                }
+                State::Terminal { value, draw } => {
+                    self.backup(&path, value, draw, true);
+                    return Selection::Terminal;
+                }
+                State::Expanded => {
+                    let child = self.best_child(node, config);
+                    self.nodes[child].in_flight += 1;
+                    moves.push(self.nodes[child].mv);
+                    path.push(child as u32);
+                    node = child;
+                }
+            }
+        }
+        let mut game = self.game.clone();
+        for mv in moves {
+            game.push_unchecked(mv);
+        }
+        if game.outcome().is_over() {
+            let (value, draw) = terminal_value(&game);
+            self.nodes[node].state = State::Terminal { value, draw };
+            self.backup(&path, value, draw, true);
+            return Selection::Terminal;
+        }
+        self.nodes[node].state = State::Pending;
+        Selection::Evaluate(Box::new(PendingLeaf { path, game }))
+    }
+
+    fn best_child(&self, node: usize, config: &SearchConfig) -> usize {
+        let parent = &self.nodes[node];
+        let range = self.children(node);
+        let parent_n = (parent.visits + parent.in_flight).max(1) as f32;
+        // The parent's value for the side to move there is the opposite of its stored value.
+        let parent_q = if parent.visits > 0 { -parent.value_sum / parent.visits as f32 } else { 0.0 };
+        let visited_mass: f32 = range
+            .clone()
+            .filter(|&i| self.nodes[i].visits + self.nodes[i].in_flight > 0)
+            .map(|i| self.nodes[i].prior)
+            .sum();
+        let reduction = if node == 0 { config.fpu_reduction_root } else { config.fpu_reduction };
+        let fpu = parent_q - reduction * visited_mass.sqrt();
+        let explore = config.c_puct * parent_n.sqrt();
+        let mut best = (f32::NEG_INFINITY, range.start);
+        for i in range {
+            let child = &self.nodes[i];
+            let n = child.visits + child.in_flight;
+            let q = match child.state {
+                State::Terminal { value, .. } => value,
+                _ if n == 0 => fpu,
+                // Each selection still in flight counts as a loss (virtual loss).
+                _ => (child.value_sum - child.in_flight as f32) / n as f32,
+            };
+            let score = q + explore * child.prior / (1 + n) as f32;
+            if score > best.0 {
+                best = (score, i);
+            }
+        }
+        best.1
+    }
+
+    /// Removes the virtual loss of an abandoned selection.
+    fn revert(&mut self, path: &[u32]) {
+        for &i in &path[1..] {
+            self.nodes[i as usize].in_flight -= 1;
+        }
+    }
+
+    /// Adds a result to every node of the path; `value` is for the player who moved into the
+    /// last node.
+    fn backup(&mut self, path: &[u32], value: f32, draw: f32, in_flight: bool) {
+        let mut value = value;
+        for (depth, &i) in path.iter().enumerate().rev() {
+            let node = &mut self.nodes[i as usize];
+            node.visits += 1;
+            node.value_sum += value;
+            node.draw_sum += draw;
+            if in_flight && depth > 0 {
+                node.in_flight -= 1;
+            }
+            value = -value;
+        }
+    }
+
+    /// Expands a leaf with its evaluation and backs its value up.
+    ///
+    /// # Panics
+    /// If the priors do not match the leaf's legal moves.
+    pub fn expand(&mut self, leaf: PendingLeaf, evaluation: &Evaluation) {
+        let legal = leaf.game.legal_moves();
+        assert_eq!(evaluation.priors.len(), legal.len(), "one prior per legal move");
+        let node = *leaf.path.last().expect("a path has its root") as usize;
+        let first = self.nodes.len() as u32;
+        self.nodes.extend(legal.iter().zip(&evaluation.priors).map(|(&mv, &p)| Node::new(mv, p)));
+        let n = &mut self.nodes[node];
+        n.first_child = first;
+        n.children = legal.len() as u16;
+        n.state = State::Expanded;
+        let [win, draw, loss] = evaluation.wdl;
+        // The evaluation is for the side to move at the leaf; the node keeps its mover's view.
+        self.backup(&leaf.path, loss - win, draw, true);
+    }
+
+    /// The root's statistics.
+    pub fn root(&self) -> RootStats {
+        let children =
+            self.children(0).map(|i| (self.nodes[i].mv, self.nodes[i].visits, self.nodes[i].prior)).collect();
+        let root = &self.nodes[0];
+        let n = root.visits.max(1) as f32;
+        let (value, draw) = (-root.value_sum / n, root.draw_sum / n);
+        let win = ((1.0 + value - draw) / 2.0).clamp(0.0, 1.0);
+        let loss = ((1.0 - value - draw) / 2.0).clamp(0.0, 1.0);
+        RootStats { children, wdl: [win, draw.clamp(0.0, 1.0), loss] }
+    }
+
+    /// Plays `mv` at the root and keeps its subtree (a fresh root if it was never expanded).
+    ///
+    /// # Panics
+    /// If `mv` is illegal, or ends the game.
+    pub fn advance(&mut self, mv: Move) {
+        let child = self.children(0).find(|&i| self.nodes[i].mv == mv);
+        let mut game = self.game.clone();
+        game.push(mv).expect("a legal move");
+        assert!(!game.outcome().is_over(), "no search after the end");
+        match child.filter(|&i| self.nodes[i].state == State::Expanded) {
+            Some(i) => {
+                let mut nodes = Vec::with_capacity(self.nodes.len());
+                let mut root = self.nodes[i].clone();
+                root.in_flight = 0;
+                nodes.push(root);
+                // Copy the subtree breadth-first, renumbering children blocks.
+                let mut queue = vec![(i, 0usize)];
+                while let Some((old, new)) = queue.pop() {
+                    let range = self.children(old);
+                    if range.is_empty() {
+                        continue;
+                    }
+                    let first = nodes.len();
+                    for (k, c) in range.enumerate() {
+                        let mut node = self.nodes[c].clone();
+                        node.in_flight = 0;
+                        if node.state == State::Pending {
+                            node.state = State::Leaf;
+                        }
+                        nodes.push(node);
+                        queue.push((c, first + k));
+                    }
+                    nodes[new].first_child = first as u32;
+                }
+                self.nodes = nodes;
+            }
+            None => self.nodes = vec![Node::new(mv, 1.0)],
+        }
+        self.game = game;
+    }
+}

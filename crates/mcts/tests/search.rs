@@ -1,0 +1,187 @@
+//! The search as a player: finds mates, avoids a forbidden perpetual, counts its playouts, and
+//! self-play games replay exactly from their seeds.
+
+use std::sync::Mutex;
+use std::sync::atomic::AtomicBool;
+
+use xiangqi::game::{Game, GameConfig, Reason};
+use xiangqi::{Move, Position};
+use xqz_mcts::{
+    EvalError, Evaluation, Evaluator, MaterialEvaluator, SearchConfig, SelfPlayConfig, Tree, UniformEvaluator, replay,
+    search, self_play,
+};
+
+fn game(fen: &str, moves: &str) -> Game {
+    let mut game = Game::from_position(fen.parse::<Position>().unwrap(), GameConfig::default());
+    for mv in moves.split_whitespace() {
+        game.push_str(mv).unwrap();
+    }
+    game
+}
+
+fn best(game: Game, playouts: u32) -> Move {
+    let mut tree = Tree::new(game);
+    search(&mut tree, &mut UniformEvaluator, playouts, &SearchConfig::default()).unwrap();
+    tree.root().best_move().unwrap()
+}
+
+fn mv(text: &str) -> Move {
+    text.parse().unwrap()
+}
+
+#[test]
+fn finds_a_mate_in_one() {
+    // The rook takes the open d-file; the kings face on the e-file, so the black king is trapped.
+    assert_eq!(best(game("3k5/9/9/9/9/9/9/9/R8/4K4 w", ""), 300), mv("a1d1"));
+}
+
+#[test]
+fn finds_a_mate_in_two() {
+    // Only R a5-d5 (a check on the d-file) mates next move whatever Black does; checked
+    // exhaustively with pyffish when the case was written.
+    assert_eq!(best(game("3a5/3k5/9/p8/R4R3/9/9/9/9/5K3 w", ""), 3000), mv("a5d5"));
+}
+
+#[test]
+fn avoids_a_move_that_loses_by_perpetual_check() {
+    // Red's rook has checked from h9/h8 twice; h8h9 now would repeat the cycle a third time and
+    // lose (25.1), though the position is otherwise a win for Red.
+    let game = game("3k5/9/7R1/9/9/9/9/9/9/4K4 w - - 0 1", "h7h9 d9d8 h9h8 d8d9 h8h9 d9d8 h9h8 d8d9");
+    let mut losing = game.clone();
+    losing.push(mv("h8h9")).unwrap();
+    assert_eq!(losing.outcome().verdict().map(|v| v.reason), Some(Reason::PerpetualCheck));
+    let mut tree = Tree::new(game);
+    search(&mut tree, &mut UniformEvaluator, 400, &SearchConfig::default()).unwrap();
+    let root = tree.root();
+    assert_ne!(root.best_move(), Some(mv("h8h9")));
+    let visits = |m: Move| root.children.iter().find(|c| c.0 == m).unwrap().1;
+    assert!(visits(mv("h8h9")) <= 2, "the losing check got {} visits", visits(mv("h8h9")));
+}
+
+#[test]
+fn root_visits_sum_to_the_playouts() {
+    for (playouts, leaves) in [(1, 1), (50, 1), (200, 8), (333, 16)] {
+        let config = SearchConfig { leaves_per_batch: leaves, ..SearchConfig::default() };
+        let mut tree = Tree::new(Game::new(GameConfig::default()));
+        search(&mut tree, &mut MaterialEvaluator, playouts, &config).unwrap();
+        let root = tree.root();
+        assert_eq!(root.playouts(), playouts);
+        assert_eq!(root.children.len(), 44);
+        let policy_sum: f32 = root.policy().iter().map(|p| p.1).sum();
+        assert!((policy_sum - 1.0).abs() < 1e-5);
+    }
+}
+
+#[test]
+fn a_reused_subtree_keeps_its_visits() {
+    let mut tree = Tree::new(Game::new(GameConfig::default()));
+    search(&mut tree, &mut MaterialEvaluator, 400, &SearchConfig::default()).unwrap();
+    let best = tree.root().best_move().unwrap();
+    let kept = tree.root().children.iter().find(|c| c.0 == best).unwrap().1;
+    tree.advance(best);
+    assert_eq!(tree.root().playouts(), kept - 1, "the child's own expansion is not a playout of the new root");
+    assert_eq!(tree.game().len(), 1);
+    search(&mut tree, &mut MaterialEvaluator, 400, &SearchConfig::default()).unwrap();
+    assert_eq!(tree.root().playouts(), 400);
+}
+
+/// An evaluator that answers wrongly: the search must stop with an error, not panic.
+#[derive(Clone)]
+struct Broken;
+
+impl Evaluator for Broken {
+    fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
+        Ok(games.iter().map(|_| Evaluation { priors: vec![1.0], wdl: [0.0, 1.0, 0.0] }).collect())
+    }
+}
+
+#[test]
+fn a_wrong_answer_is_an_error() {
+    let mut tree = Tree::new(Game::new(GameConfig::default()));
+    let err = search(&mut tree, &mut Broken, 10, &SearchConfig::default()).unwrap_err();
+    assert!(err.to_string().contains("1 priors (expected 44)"), "{err}");
+}
+
+fn short_config() -> SelfPlayConfig {
+    SelfPlayConfig {
+        playouts: 24,
+        cheap_playouts: 8,
+        games_per_thread: 3,
+        threads: 2,
+        seed: 42,
+        game: GameConfig { max_plies: Some(40), ..GameConfig::default() },
+        ..SelfPlayConfig::default()
+    }
+}
+
+#[test]
+fn self_play_games_replay_from_their_seeds() {
+    let config = short_config();
+    let games = Mutex::new(Vec::new());
+    let stats =
+        self_play(&config, MaterialEvaluator, 8, &AtomicBool::new(false), |g| games.lock().unwrap().push(g)).unwrap();
+    let mut games = games.into_inner().unwrap();
+    games.sort_by_key(|g| g.index);
+    assert_eq!(games.iter().map(|g| g.index).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
+    assert_eq!(stats.games, 8);
+    assert_eq!(stats.moves, games.iter().map(|g| g.plies.len() as u64).sum::<u64>());
+    for g in &games {
+        assert!(g.game.outcome().is_over());
+        let again = replay(&config, &mut MaterialEvaluator, g.index).unwrap();
+        assert_eq!(again.seed, g.seed);
+        assert_eq!(again.game.moves().collect::<Vec<_>>(), g.game.moves().collect::<Vec<_>>(), "game {}", g.index);
+        assert_eq!(again.plies, g.plies);
+    }
+    // Different seeds, different games.
+    assert_ne!(games[0].game.moves().collect::<Vec<_>>(), games[1].game.moves().collect::<Vec<_>>());
+}
+
+#[test]
+fn self_play_records_one_search_per_move_with_capped_playouts() {
+    let config = SelfPlayConfig { full_search_probability: 0.5, ..short_config() };
+    let games = Mutex::new(Vec::new());
+    self_play(&config, MaterialEvaluator, 4, &AtomicBool::new(false), |g| games.lock().unwrap().push(g)).unwrap();
+    let (mut full, mut cheap) = (0, 0);
+    for g in games.into_inner().unwrap() {
+        let resigned = g.game.outcome().verdict().map(|v| v.reason) == Some(Reason::Resignation);
+        assert_eq!(g.plies.len(), g.game.len(), "resigned: {resigned}");
+        for (ply, record) in g.plies.iter().enumerate() {
+            let sum: f32 = record.policy.iter().map(|p| p.1).sum();
+            assert!((sum - 1.0).abs() < 1e-4, "ply {ply}");
+            if record.full_search {
+                full += 1;
+                assert!(record.playouts >= 24);
+            } else {
+                cheap += 1;
+                assert!(record.playouts >= 8);
+            }
+        }
+    }
+    assert!(full > 10 && cheap > 10, "{full} full and {cheap} cheap searches");
+}
+
+#[test]
+fn resignation_ends_lost_games_and_checks_false_positives() {
+    // A rook and a horse up for Red from the start: Black's value is low at once.
+    let config = SelfPlayConfig {
+        resign: Some(xqz_mcts::ResignConfig { threshold: -0.5, consecutive: 2, disabled_fraction: 0.5 }),
+        threads: 1,
+        ..short_config()
+    };
+    let games = Mutex::new(Vec::new());
+    self_play(&config, MaterialEvaluator, 12, &AtomicBool::new(false), |g| games.lock().unwrap().push(g)).unwrap();
+    let games = games.into_inner().unwrap();
+    let resigned: Vec<_> = games.iter().filter(|g| g.resign_allowed && g.resignation.is_some()).collect();
+    for g in &resigned {
+        let r = g.resignation.unwrap();
+        assert_eq!(g.game.outcome().verdict().unwrap().reason, Reason::Resignation);
+        assert_eq!(g.game.outcome().winner(), Some(r.side.opponent()));
+        assert_eq!(g.game.len(), r.ply);
+        assert_eq!(g.resign_false_positive(), None);
+    }
+    for g in games.iter().filter(|g| !g.resign_allowed) {
+        assert_ne!(g.game.outcome().verdict().unwrap().reason, Reason::Resignation);
+        assert_eq!(g.resign_false_positive().is_some(), g.resignation.is_some());
+    }
+    assert!(games.iter().any(|g| !g.resign_allowed), "some games never resign");
+}

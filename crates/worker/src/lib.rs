@@ -1,0 +1,22 @@
+//! xqzero's self-play worker: turns finished self-play games into dataset records and plays
+//! games locally into a dataset folder.
+//!
+//! ```
+//! use xqz_mcts::{MaterialEvaluator, SelfPlayConfig};
+//! use xqz_worker::{LocalSelfPlay, play_into};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let config = SelfPlayConfig { playouts: 8, cheap_playouts: 4, ..Default::default() };
+//! let config = SelfPlayConfig { game: xiangqi::game::GameConfig { max_plies: Some(6), ..config.game }, ..config };
+//! let run = LocalSelfPlay { games: 2, model_version: 0, worker_id: "doc".into() };
+//! let report = play_into(dir.path(), &config, MaterialEvaluator, &run, |_| {})?;
+//! assert_eq!(report.stats.games, 2);
+//! assert_eq!(xqz_dataset::Dataset::open(dir.path())?.games()?.len(), 2);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod local;
+mod record;
+
+pub use local::{LocalReport, LocalSelfPlay, WorkerError, play_into};
+pub use record::to_records;
