@@ -170,16 +170,7 @@ fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
     let (process_before, inference_before, _) = cpu_split()?;
     let report = play_into(dir.path(), &play, service.client(), &run, |_| {})?;
     let (process_after, inference_after, threads) = cpu_split()?;
-    let s = &report.stats;
-    let secs = s.elapsed.as_secs_f64();
-    println!(
-        "{} games, {} moves in {secs:.1}s: {:.1} moves/s, {:.0} evaluations/s, mean batch {:.1}",
-        s.games,
-        s.moves,
-        s.moves as f64 / secs,
-        s.evaluations as f64 / secs,
-        s.evaluations as f64 / s.batches.max(1) as f64
-    );
+    println!("{}", report.stats);
     let (process, inference) = (process_after - process_before, inference_after - inference_before);
     println!(
         "CPU: {process:.1}s in all, {inference:.1}s network evaluation ({threads} inference threads), \

@@ -143,22 +143,8 @@ pub fn run(args: &SelfPlayArgs) -> Result<()> {
 
 fn print_report(report: &LocalReport, args: &SelfPlayArgs) {
     let s = &report.stats;
-    let secs = s.elapsed.as_secs_f64();
-    println!(
-        "{} games, {} moves ({:.1} per game), {} samples written to {}",
-        s.games,
-        s.moves,
-        s.moves as f64 / s.games.max(1) as f64,
-        report.samples,
-        args.out.display()
-    );
-    println!(
-        "{:.1} moves/s, {:.0} evaluations/s, mean batch {:.1}, {:.1}s",
-        s.moves as f64 / secs,
-        s.evaluations as f64 / secs,
-        s.evaluations as f64 / s.batches.max(1) as f64,
-        secs
-    );
+    println!("{}; {} samples written to {}", s, report.samples, args.out.display());
+    println!("average length {:.1} moves", s.moves as f64 / s.games.max(1) as f64);
     if report.resign_checks.0 > 0 {
         println!(
             "resignation check: {} games would have resigned with resigning off, {} of them wrongly",

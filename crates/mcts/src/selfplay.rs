@@ -169,6 +169,22 @@ pub struct SelfPlayStats {
     pub elapsed: Duration,
 }
 
+impl std::fmt::Display for SelfPlayStats {
+    /// `G games, M moves in Ss: X moves/s, Y evaluations/s, mean batch B`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs = self.elapsed.as_secs_f64().max(1e-9);
+        write!(
+            f,
+            "{} games, {} moves in {secs:.1}s: {:.1} moves/s, {:.0} evaluations/s, mean batch {:.1}",
+            self.games,
+            self.moves,
+            self.moves as f64 / secs,
+            self.evaluations as f64 / secs,
+            self.evaluations as f64 / self.batches.max(1) as f64
+        )
+    }
+}
+
 impl SelfPlayStats {
     fn add(&mut self, other: &SelfPlayStats) {
         self.games += other.games;
