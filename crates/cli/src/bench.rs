@@ -17,6 +17,8 @@ pub enum BenchCommand {
     /// Self-play speed with a network, and the share of CPU time spent outside network evaluation
     /// (search, rules, data).
     Selfplay(SelfPlayBenchArgs),
+    /// Many simulated workers submitting games to a coordinator: validated games/s and latency.
+    Ingest(crate::bench_ingest::IngestArgs),
 }
 
 /// Options of `xqz bench selfplay`.
@@ -72,6 +74,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
     match command {
         BenchCommand::Net(args) => bench_net(&args),
         BenchCommand::Selfplay(args) => bench_selfplay(&args),
+        BenchCommand::Ingest(args) => crate::bench_ingest::run(&args),
     }
 }
 
@@ -171,6 +174,11 @@ fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
     let report = play_into(dir.path(), &play, service.client(), &run, |_| {})?;
     let (process_after, inference_after, threads) = cpu_split()?;
     println!("{}", report.stats);
+    let busy = report.stats.elapsed.as_secs_f64() * play.threads as f64;
+    println!(
+        "search threads: {:.1}% of their wall time outside evaluator calls (searching, encoding, writing)",
+        100.0 * (1.0 - report.stats.evaluator_time.as_secs_f64() / busy.max(1e-9))
+    );
     let (process, inference) = (process_after - process_before, inference_after - inference_before);
     println!(
         "CPU: {process:.1}s in all, {inference:.1}s network evaluation ({threads} inference threads), \

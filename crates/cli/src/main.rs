@@ -1,8 +1,12 @@
 //! `xqz`: the one binary of xqzero, with a subcommand per role.
 
 mod bench;
+mod bench_ingest;
+mod coordinator;
 mod data;
 mod selfplay;
+mod train;
+mod worker;
 
 use std::process::ExitCode;
 use std::time::Instant;
@@ -56,8 +60,14 @@ enum Command {
         #[command(subcommand)]
         command: data::DataCommand,
     },
+    /// Serve the coordinator: validate and store submitted games, publish models.
+    Coordinator(coordinator::CoordinatorArgs),
     /// Play self-play games on this machine and append them to a dataset folder.
     Selfplay(selfplay::SelfPlayArgs),
+    /// Play self-play games for a coordinator: download its models, upload the games.
+    Worker(worker::WorkerArgs),
+    /// Train on the coordinator's dataset as it grows and publish new models to it.
+    Train(train::TrainArgs),
     /// Benchmarks that print numbers (the network; more in `cargo bench` and `scripts/bench*`).
     Bench {
         #[command(subcommand)]
@@ -90,6 +100,9 @@ fn run(command: Command) -> Result<()> {
         Command::Data { command } => data::run(command),
         Command::Bench { command } => bench::run(command),
         Command::Selfplay(args) => selfplay::run(&args),
+        Command::Coordinator(args) => coordinator::run(&args),
+        Command::Worker(args) => worker::run(args),
+        Command::Train(args) => train::run(&args),
     }
 }
 

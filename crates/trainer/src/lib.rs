@@ -25,5 +25,9 @@
 //! ```
 
 mod data;
+mod publish;
+mod run;
 
 pub use data::{DataError, TrainingData};
+pub use publish::GrpcPublisher;
+pub use run::{Publisher, RunError, StepReport, TrainerConfig, latest_checkpoint, train};

@@ -1,5 +1,5 @@
-//! xqzero's self-play worker: turns finished self-play games into dataset records and plays
-//! games locally into a dataset folder.
+//! xqzero's self-play worker: turns finished self-play games into dataset records, plays games
+//! locally into a dataset folder ([`play_into`]) or for a coordinator ([`remote`]).
 //!
 //! ```
 //! use xqz_mcts::{MaterialEvaluator, SelfPlayConfig};
@@ -15,8 +15,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod backoff;
 mod local;
 mod record;
+pub mod remote;
+pub mod spool;
 
+pub use backoff::Backoff;
 pub use local::{LocalReport, LocalSelfPlay, WorkerError, play_into};
 pub use record::to_records;

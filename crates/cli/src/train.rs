@@ -1,0 +1,133 @@
+//! `xqz train`: trains on the coordinator's dataset as it grows and publishes new models.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use xqz_dataset::{GrowingWindow, WindowSize};
+use xqz_net::{ModelConfig, TrainConfig, parse_device};
+use xqz_trainer::{GrpcPublisher, Publisher, TrainerConfig, train};
+
+/// Options of `xqz train`.
+#[derive(Args)]
+pub struct TrainArgs {
+    /// The coordinator to publish to (`http://HOST:PORT`).
+    #[arg(long)]
+    coordinator: String,
+    /// Bearer token of the coordinator.
+    #[arg(long)]
+    token: Option<String>,
+    /// The coordinator's dataset folder (`<coordinator data>/dataset`).
+    #[arg(long)]
+    data: PathBuf,
+    /// The run folder: checkpoints and metrics.csv; an existing one is resumed.
+    #[arg(long)]
+    run: PathBuf,
+    /// Model config: tiny, small, standard or a .toml file.
+    #[arg(long, default_value = "small")]
+    model: String,
+    /// Device: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// Rows per step.
+    #[arg(long, default_value_t = 256)]
+    batch_size: usize,
+    /// Learning-rate schedule `STEP:RATE,...` (from each step on, its rate).
+    #[arg(long, default_value = "0:0.02,20000:0.006,60000:0.002")]
+    lr_schedule: String,
+    /// Nesterov momentum.
+    #[arg(long, default_value_t = 0.9)]
+    momentum: f64,
+    /// L2 weight decay.
+    #[arg(long, default_value_t = 1e-4)]
+    weight_decay: f64,
+    /// Training samples allowed per self-play sample in the dataset.
+    #[arg(long, default_value_t = 4.0)]
+    samples_per_sample: f64,
+    /// Samples in the dataset before the first step.
+    #[arg(long, default_value_t = 2048)]
+    min_samples: usize,
+    /// Steps between checkpoints.
+    #[arg(long, default_value_t = 100)]
+    checkpoint_every: u64,
+    /// Steps between published models.
+    #[arg(long, default_value_t = 500)]
+    publish_every: u64,
+    /// Stop after this many steps in all.
+    #[arg(long)]
+    max_steps: Option<u64>,
+    /// Seed of the initial weights and of the sampling.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Print a line every this many steps.
+    #[arg(long, default_value_t = 10)]
+    log_every: u64,
+}
+
+/// Parses `STEP:RATE,...`.
+fn parse_schedule(text: &str) -> Result<Vec<(u64, f64)>> {
+    let mut schedule = text
+        .split(',')
+        .map(|part| {
+            let (step, rate) = part.split_once(':').with_context(|| format!("bad schedule entry {part:?}"))?;
+            Ok((step.trim().parse()?, rate.trim().parse()?))
+        })
+        .collect::<Result<Vec<(u64, f64)>>>()
+        .with_context(|| format!("bad learning-rate schedule {text:?} (expected STEP:RATE,...)"))?;
+    schedule.sort_by_key(|e| e.0);
+    anyhow::ensure!(schedule.first().is_some_and(|e| e.0 == 0), "the schedule must start at step 0");
+    anyhow::ensure!(schedule.iter().all(|e| e.1 > 0.0 && e.1.is_finite()), "rates must be positive");
+    Ok(schedule)
+}
+
+pub fn run(args: &TrainArgs) -> Result<()> {
+    let lr_schedule = parse_schedule(&args.lr_schedule)?;
+    let config = TrainerConfig {
+        data: args.data.clone(),
+        run: args.run.clone(),
+        model: ModelConfig::resolve(&args.model)?,
+        device: parse_device(&args.device)?,
+        optimizer: TrainConfig {
+            learning_rate: lr_schedule[0].1,
+            momentum: args.momentum,
+            weight_decay: args.weight_decay,
+        },
+        lr_schedule,
+        batch_size: args.batch_size,
+        window: WindowSize::Growing(GrowingWindow::default()),
+        samples_per_new_sample: args.samples_per_sample,
+        min_samples: args.min_samples,
+        checkpoint_every: args.checkpoint_every,
+        publish_every: args.publish_every,
+        max_steps: args.max_steps,
+        poll: Duration::from_secs(2),
+        seed: args.seed,
+    };
+    let mut publisher: Box<dyn Publisher> = Box::new(GrpcPublisher::new(
+        &args.coordinator,
+        args.token.clone(),
+        &format!("trainer-{}", std::process::id()),
+    )?);
+    let last = train(&config, publisher.as_mut(), &AtomicBool::new(false), |r| {
+        if r.step % args.log_every.max(1) == 0 {
+            println!(
+                "step {} samples {} policy {:.4} value {:.4} lr {} {:.0} samples/s window {} of {} model v{}",
+                r.step,
+                r.samples_seen,
+                r.policy_loss,
+                r.value_loss,
+                r.learning_rate,
+                r.samples_per_second,
+                r.window,
+                r.dataset_samples,
+                r.model_version
+            );
+        }
+    })?;
+    if let Some(r) = last {
+        println!("stopped at step {} (model v{})", r.step, r.model_version);
+    }
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! `xqz worker`: self-play for a coordinator (see `xqz_worker::remote`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::Args;
+use tch::Device;
+use xqz_net::service::{Client, InferenceService, ServiceConfig};
+use xqz_net::{ModelConfig, Network, checkpoint, parse_device};
+use xqz_worker::remote::{ModelHost, RemoteConfig, Session};
+
+/// Options of `xqz worker`.
+#[derive(Args)]
+pub struct WorkerArgs {
+    /// The coordinator's URL, e.g. `http://host:50051`.
+    #[arg(long)]
+    coordinator: String,
+    /// Bearer token for the coordinator.
+    #[arg(long)]
+    token: Option<String>,
+    /// Search threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Games each thread plays at once (their leaves share one evaluator batch).
+    #[arg(long, default_value_t = 32)]
+    games_per_thread: usize,
+    /// The worker's folder: upload spool, rejected batches, downloaded models.
+    #[arg(long, default_value = "xqz-worker")]
+    dir: PathBuf,
+    /// Device of the network: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// Config of the random network played with until a model is published (tiny, small, ...).
+    #[arg(long, default_value = "small")]
+    init_model: String,
+    /// Stop after this many games are played and uploaded.
+    #[arg(long)]
+    max_games: Option<u64>,
+    /// Name to register under (default: host name and process id).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+/// The network behind an inference service; installing a model swaps it between batches.
+struct NetHost {
+    service: InferenceService,
+    device: Device,
+}
+
+impl ModelHost for NetHost {
+    type Evaluator = Client;
+
+    fn evaluator(&self) -> Client {
+        self.service.client()
+    }
+
+    fn install(&self, path: &Path) -> Result<(), String> {
+        let (net, _) = checkpoint::load(path, self.device, None).map_err(|e| e.to_string())?;
+        self.service.swap(net).map_err(|e| e.to_string())
+    }
+}
+
+fn default_name() -> String {
+    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into());
+    format!("{host}-{}", std::process::id())
+}
+
+pub fn run(args: WorkerArgs) -> Result<()> {
+    let device = parse_device(&args.device)?;
+    let init = ModelConfig::resolve(&args.init_model)?;
+    let config = RemoteConfig {
+        coordinator: args.coordinator,
+        token: args.token,
+        dir: args.dir,
+        name: args.name.unwrap_or_else(default_name),
+        threads: args.threads,
+        games_per_thread: args.games_per_thread,
+        max_games: args.max_games,
+        batch_games: 16,
+        batch_interval: Duration::from_secs(5),
+        heartbeat_interval: Duration::from_secs(5),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let session = tokio::select! {
+            session = Session::connect(config) => session?,
+            () = shutdown_signal() => return Ok(()),
+        };
+        eprintln!("worker: registered as {}", session.worker_id());
+        let (net, version) = match session.current_model().cloned() {
+            Some(model) => {
+                let path = session.download(&model).await?;
+                let net = tokio::task::spawn_blocking(move || checkpoint::load(&path, device, None)).await??.0;
+                (net, model.version)
+            }
+            None => {
+                eprintln!("worker: no model published yet; playing with a random {} network", init.name);
+                (tokio::task::spawn_blocking(move || Network::new(&init, device)).await?, 0)
+            }
+        };
+        eprintln!("worker: playing with model v{version}");
+        let host = Arc::new(NetHost { service: InferenceService::spawn(net, ServiceConfig::default()), device });
+        let uploaded = session.run(host, version, shutdown_signal()).await?;
+        eprintln!("worker: done, {uploaded} games uploaded");
+        Ok(())
+    })
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("install the SIGTERM handler");
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}

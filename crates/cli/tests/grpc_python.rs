@@ -1,0 +1,69 @@
+//! A client we did not write: Python's grpcio, with stubs generated from the proto file, against
+//! `xqz coordinator` run as a child process.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// `$XQZ_PYTHON` (set by `scripts/test`), else the repository's `.venv/bin/python`.
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("XQZ_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
+    assert!(
+        venv.exists(),
+        "no Python for the grpcio test: set XQZ_PYTHON or run scripts/python-env to create {} \
+         (scripts/test does both)",
+        venv.display()
+    );
+    venv
+}
+
+/// Kills the child if the test fails before stopping it.
+struct Guard(Child);
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn python_grpcio_client_is_served() {
+    let data = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["coordinator", "--listen", "127.0.0.1:0", "--token", "py-token", "--max-plies", "2", "--data"])
+        .arg(data.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut guard = Guard(child);
+    let mut line = String::new();
+    BufReader::new(guard.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/grpc_client.py");
+    let out = Command::new(python()).arg(&script).args([addr, "py-token"]).output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "grpc_client.py failed:\n{text}");
+    assert!(text.contains("ok"), "{text}");
+
+    // SIGTERM is the graceful path: the coordinator drains and exits with success.
+    let pid = guard.0.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = guard.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the coordinator did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    let games = xqz_dataset::Dataset::open(data.path().join("dataset")).unwrap().games().unwrap();
+    assert_eq!(games.len(), 1);
+    assert_eq!(games[0].reason, "max_length");
+}

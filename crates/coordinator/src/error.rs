@@ -1,0 +1,48 @@
+//! Errors of the coordinator outside a request (startup, storage, shutdown).
+
+use std::path::PathBuf;
+
+/// Why the coordinator cannot start, store or stop.
+#[derive(Debug, thiserror::Error)]
+pub enum CoordinatorError {
+    /// A file or socket operation failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file, folder or address concerned.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The dataset cannot be opened, read or written.
+    #[error(transparent)]
+    Dataset(#[from] xqz_dataset::DatasetError),
+    /// A stored file of the coordinator is not what it wrote.
+    #[error("{path}: {message}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// The gRPC server failed.
+    #[error("gRPC server: {0}")]
+    Transport(#[from] tonic::transport::Error),
+    /// The reflection service cannot be built from the descriptor set.
+    #[error("reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    /// A background task panicked or was cancelled.
+    #[error("background task: {0}")]
+    Task(#[from] tokio::task::JoinError),
+}
+
+/// Adds the path to an I/O error.
+pub(crate) trait IoAt<T> {
+    fn at(self, path: impl Into<PathBuf>) -> Result<T, CoordinatorError>;
+}
+
+impl<T> IoAt<T> for std::io::Result<T> {
+    fn at(self, path: impl Into<PathBuf>) -> Result<T, CoordinatorError> {
+        self.map_err(|source| CoordinatorError::Io { path: path.into(), source })
+    }
+}

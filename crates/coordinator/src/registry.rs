@@ -1,0 +1,216 @@
+//! The model registry in `<data>/models/`: `v<N>.safetensors`, `v<N>.json` (the checkpoint
+//! metadata, rewritten to name the stored file and version) and `registry.json`, each written
+//! atomically; new models are announced to watchers through a broadcast channel.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio::sync::broadcast;
+use xqz_proto::v1::ModelAnnouncement;
+
+use crate::error::{CoordinatorError, IoAt};
+use crate::validate::hex;
+
+const REGISTRY_FILE: &str = "registry.json";
+
+/// One published model as `registry.json` lists it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Entry {
+    version: u64,
+    weights_file: String,
+    metadata_file: String,
+    sha256: String,
+    bytes: u64,
+    publisher: String,
+    published_ms: i64,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+struct RegistryFile {
+    models: Vec<Entry>,
+}
+
+/// Why a publication is refused.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PublishError {
+    /// The header or the weights are not acceptable.
+    #[error("{0}")]
+    Invalid(String),
+    /// Storing failed.
+    #[error(transparent)]
+    Storage(#[from] CoordinatorError),
+}
+
+pub(crate) struct Registry {
+    dir: PathBuf,
+    models: Mutex<Vec<ModelAnnouncement>>,
+    announce: broadcast::Sender<ModelAnnouncement>,
+}
+
+/// Writes `bytes` to `path` through a temporary file, fsynced and renamed, then fsyncs the folder.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CoordinatorError> {
+    let tmp = path.with_extension("tmp");
+    let mut file = File::create(&tmp).at(&tmp)?;
+    file.write_all(bytes).and_then(|()| file.sync_all()).at(&tmp)?;
+    fs::rename(&tmp, path).at(path)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+fn corrupt(path: &Path, message: String) -> CoordinatorError {
+    CoordinatorError::Corrupt { path: path.into(), message }
+}
+
+impl Registry {
+    /// Opens (creating) `dir` and loads `registry.json` and each model's metadata.
+    pub fn open(dir: &Path) -> Result<Registry, CoordinatorError> {
+        fs::create_dir_all(dir).at(dir)?;
+        let path = dir.join(REGISTRY_FILE);
+        let file: RegistryFile = match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| corrupt(&path, e.to_string()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => RegistryFile::default(),
+            Err(source) => return Err(CoordinatorError::Io { path, source }),
+        };
+        let mut models = Vec::with_capacity(file.models.len());
+        for (i, entry) in file.models.into_iter().enumerate() {
+            if entry.version != i as u64 + 1 {
+                return Err(corrupt(&path, format!("model {} listed as version {}", i + 1, entry.version)));
+            }
+            let meta_path = dir.join(&entry.metadata_file);
+            let metadata_json = fs::read_to_string(&meta_path).at(&meta_path)?;
+            models.push(ModelAnnouncement {
+                version: entry.version,
+                metadata_json,
+                weights_sha256: entry.sha256,
+                weights_bytes: entry.bytes,
+                published_by: entry.publisher,
+                published_ms: entry.published_ms,
+            });
+        }
+        let (announce, _) = broadcast::channel(64);
+        Ok(Registry { dir: dir.to_path_buf(), models: Mutex::new(models), announce })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ModelAnnouncement>> {
+        // A panic while holding the lock cannot leave the list half-updated (one push at the end).
+        self.models.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The newest version, 0 when none is published.
+    pub fn latest_version(&self) -> u64 {
+        self.lock().last().map_or(0, |m| m.version)
+    }
+
+    /// The newest model.
+    pub fn latest(&self) -> Option<ModelAnnouncement> {
+        self.lock().last().cloned()
+    }
+
+    /// The models published after `version`, oldest first.
+    pub fn after(&self, version: u64) -> Vec<ModelAnnouncement> {
+        self.lock().iter().filter(|m| m.version > version).cloned().collect()
+    }
+
+    /// The model `version`, if published.
+    pub fn get(&self, version: u64) -> Option<ModelAnnouncement> {
+        self.lock().iter().find(|m| m.version == version).cloned()
+    }
+
+    /// The weights file of `version`.
+    pub fn weights_path(&self, version: u64) -> PathBuf {
+        self.dir.join(format!("v{version}.safetensors"))
+    }
+
+    /// Announcements of models published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<ModelAnnouncement> {
+        self.announce.subscribe()
+    }
+
+    /// Checks `weights` against the metadata, stores them as the next version and announces it.
+    pub fn publish(
+        &self,
+        metadata_json: &str,
+        publisher: &str,
+        weights: &[u8],
+        now_ms: i64,
+    ) -> Result<ModelAnnouncement, PublishError> {
+        let invalid = |m: String| PublishError::Invalid(m);
+        let mut meta: serde_json::Value =
+            serde_json::from_str(metadata_json).map_err(|e| invalid(format!("metadata is not JSON: {e}")))?;
+        let digest = meta
+            .get("weights")
+            .filter(|w| w.is_object())
+            .ok_or_else(|| invalid("metadata has no \"weights\" object".into()))?;
+        let want_bytes = digest
+            .get("bytes")
+            .and_then(|b| b.as_u64())
+            .ok_or_else(|| invalid("metadata weights.bytes is not a number".into()))?;
+        let want_sha = digest
+            .get("sha256")
+            .and_then(|s| s.as_str())
+            .ok_or_else(|| invalid("metadata weights.sha256 is not a string".into()))?
+            .to_ascii_lowercase();
+        if weights.len() as u64 != want_bytes {
+            return Err(invalid(format!("received {} bytes of weights, metadata says {want_bytes}", weights.len())));
+        }
+        let sha = hex(&Sha256::digest(weights));
+        if sha != want_sha {
+            return Err(invalid(format!("weights sha256 is {sha}, metadata says {want_sha}")));
+        }
+        let mut models = self.lock();
+        let version = models.last().map_or(0, |m| m.version) + 1;
+        let weights_file = format!("v{version}.safetensors");
+        let metadata_file = format!("v{version}.json");
+        meta["weights"]["file"] = weights_file.clone().into();
+        if !meta.get("info").is_some_and(|i| i.is_object()) {
+            meta["info"] = serde_json::json!({});
+        }
+        meta["info"]["model_version"] = version.into();
+        // The optimizer state is not uploaded, so the stored checkpoint must not point at it.
+        if meta.get("optimizer").is_some() {
+            meta["optimizer"] = serde_json::Value::Null;
+        }
+        let metadata_json = serde_json::to_string_pretty(&meta).map_err(|e| invalid(e.to_string()))?;
+        write_atomic(&self.dir.join(&weights_file), weights)?;
+        write_atomic(&self.dir.join(&metadata_file), metadata_json.as_bytes())?;
+        let announcement = ModelAnnouncement {
+            version,
+            metadata_json,
+            weights_sha256: sha.clone(),
+            weights_bytes: want_bytes,
+            published_by: publisher.to_string(),
+            published_ms: now_ms,
+        };
+        let mut listed: Vec<Entry> = models
+            .iter()
+            .map(|m| Entry {
+                version: m.version,
+                weights_file: format!("v{}.safetensors", m.version),
+                metadata_file: format!("v{}.json", m.version),
+                sha256: m.weights_sha256.clone(),
+                bytes: m.weights_bytes,
+                publisher: m.published_by.clone(),
+                published_ms: m.published_ms,
+            })
+            .collect();
+        listed.push(Entry {
+            version,
+            weights_file,
+            metadata_file,
+            sha256: sha,
+            bytes: want_bytes,
+            publisher: publisher.to_string(),
+            published_ms: now_ms,
+        });
+        let text = serde_json::to_vec_pretty(&RegistryFile { models: listed }).map_err(|e| invalid(e.to_string()))?;
+        write_atomic(&self.dir.join(REGISTRY_FILE), &text)?;
+        models.push(announcement.clone());
+        // No receiver is not an error: nobody is watching yet.
+        let _ = self.announce.send(announcement.clone());
+        Ok(announcement)
+    }
+}

@@ -1,0 +1,336 @@
+//! The `xqz.v1.Coordinator` service.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use tokio::sync::{mpsc, watch};
+use tokio_stream::Stream;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::{Request, Response, Status, Streaming};
+use xqz_proto::v1::coordinator_server::Coordinator;
+use xqz_proto::v1::publish_model_chunk::Part;
+use xqz_proto::v1::*;
+
+use crate::metrics::Metrics;
+use crate::registry::{PublishError, Registry};
+use crate::store::{Ingested, Store};
+use crate::validate::validate_game;
+use crate::{Limits, Settings};
+
+/// Workers silent for longer are not counted as alive.
+const ALIVE_WINDOW: Duration = Duration::from_secs(60);
+/// Size of a `DownloadModel` chunk.
+const CHUNK_BYTES: usize = 1 << 20;
+
+/// Everything the handlers share.
+pub(crate) struct State {
+    pub settings: Settings,
+    pub limits: Limits,
+    pub store: Mutex<Store>,
+    pub registry: Registry,
+    pub metrics: Metrics,
+    workers: Mutex<HashMap<String, Instant>>,
+    next_worker: AtomicU64,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The guarded structures are updated in one step after all fallible work, so a panic
+    // elsewhere cannot leave them inconsistent.
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+impl State {
+    pub fn new(settings: Settings, limits: Limits, store: Store, registry: Registry) -> State {
+        State {
+            settings,
+            limits,
+            store: Mutex::new(store),
+            registry,
+            metrics: Metrics::default(),
+            workers: Mutex::new(HashMap::new()),
+            next_worker: AtomicU64::new(1),
+        }
+    }
+
+    fn touch(&self, worker_id: &str) {
+        if !worker_id.is_empty() {
+            lock(&self.workers).insert(worker_id.to_string(), Instant::now());
+        }
+    }
+
+    /// Workers heard from within the last minute.
+    pub fn workers_alive(&self) -> u64 {
+        lock(&self.workers).values().filter(|t| t.elapsed() <= ALIVE_WINDOW).count() as u64
+    }
+
+    fn reject(&self, games: usize) {
+        self.metrics.batches_rejected.fetch_add(1, Relaxed);
+        self.metrics.games_rejected.fetch_add(games as u64, Relaxed);
+    }
+}
+
+/// The tonic service; cheap to clone.
+#[derive(Clone)]
+pub struct CoordinatorService {
+    state: Arc<State>,
+    /// Turns true at shutdown, ending the long-lived streams so that the server can drain.
+    stop: watch::Receiver<bool>,
+}
+
+impl CoordinatorService {
+    pub(crate) fn new(state: Arc<State>, stop: watch::Receiver<bool>) -> CoordinatorService {
+        CoordinatorService { state, stop }
+    }
+
+    fn settings(&self) -> SelfPlaySettings {
+        let s = &self.state.settings;
+        SelfPlaySettings {
+            ruleset: s.ruleset.name().to_string(),
+            max_plies: s.max_plies,
+            playouts: s.playouts,
+            cheap_playouts: s.cheap_playouts,
+            full_search_probability: s.full_search_probability,
+        }
+    }
+
+    async fn submit(&self, req: SubmitGamesRequest) -> Result<SubmitGamesResponse, Status> {
+        let state = &self.state;
+        state.touch(&req.worker_id);
+        let moves: usize = req.games.iter().map(|g| g.moves.len()).sum();
+        if req.games.len() > state.limits.max_games_per_request || moves > state.limits.max_moves_per_request {
+            state.reject(req.games.len());
+            return Err(Status::resource_exhausted(format!(
+                "{} games with {moves} moves in one request; the limits are {} games and {} moves",
+                req.games.len(),
+                state.limits.max_games_per_request,
+                state.limits.max_moves_per_request
+            )));
+        }
+        let replayed = |done: Ingested| SubmitGamesResponse {
+            accepted: done.accepted,
+            duplicates: done.duplicates,
+            replayed_batch: true,
+        };
+        let count = req.games.len();
+        let checker = self.state.clone();
+        // The store's lock may be held through a flush, so even the quick key lookup happens off
+        // the async workers.
+        let checked = tokio::task::spawn_blocking(move || {
+            if let Some(done) = lock(&checker.store).replayed(&req.idempotency_key) {
+                return Ok(Err(done));
+            }
+            let latest = checker.registry.latest_version();
+            let records = req
+                .games
+                .iter()
+                .enumerate()
+                .map(|(i, g)| validate_game(i, g, &checker.settings, latest, &req.worker_id))
+                .collect::<Result<Vec<_>, String>>();
+            records.map(|r| Ok((req.idempotency_key, r)))
+        })
+        .await
+        .map_err(|e| Status::internal(format!("validation task: {e}")))?;
+        let (key, records) = match checked {
+            Ok(Ok(ok)) => ok,
+            Ok(Err(done)) => return Ok(replayed(done)),
+            Err(message) => {
+                state.reject(count);
+                return Err(Status::invalid_argument(message));
+            }
+        };
+        let writer = self.state.clone();
+        let (done, was_replay, samples) =
+            tokio::task::spawn_blocking(move || lock(&writer.store).ingest(&key, records))
+                .await
+                .map_err(|e| Status::internal(format!("storage task: {e}")))?
+                .map_err(|e| Status::internal(format!("storing the games failed: {e}")))?;
+        if was_replay {
+            return Ok(replayed(done));
+        }
+        state.metrics.samples_accepted.fetch_add(samples, Relaxed);
+        state.metrics.games_accepted.fetch_add(u64::from(done.accepted), Relaxed);
+        state.metrics.duplicates.fetch_add(u64::from(done.duplicates), Relaxed);
+        Ok(SubmitGamesResponse { accepted: done.accepted, duplicates: done.duplicates, replayed_batch: false })
+    }
+}
+
+type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+#[tonic::async_trait]
+impl Coordinator for CoordinatorService {
+    async fn register(&self, request: Request<RegisterRequest>) -> Result<Response<RegisterResponse>, Status> {
+        let req = request.into_inner();
+        let name: String =
+            req.name.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).take(48).collect();
+        let n = self.state.next_worker.fetch_add(1, Relaxed);
+        let worker_id = if name.is_empty() { format!("w-{n}") } else { format!("w-{n}-{name}") };
+        self.state.touch(&worker_id);
+        Ok(Response::new(RegisterResponse {
+            worker_id,
+            current_model: self.state.registry.latest(),
+            settings: Some(self.settings()),
+        }))
+    }
+
+    async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
+        self.state.touch(&request.get_ref().worker_id);
+        Ok(Response::new(HeartbeatResponse { latest_model_version: self.state.registry.latest_version() }))
+    }
+
+    type WatchModelsStream = BoxStream<ModelAnnouncement>;
+
+    async fn watch_models(
+        &self,
+        request: Request<WatchModelsRequest>,
+    ) -> Result<Response<Self::WatchModelsStream>, Status> {
+        let state = self.state.clone();
+        let mut stop = self.stop.clone();
+        // Subscribed before reading the list, so that a model published in between is not lost.
+        let mut updates = state.registry.subscribe();
+        let mut last = request.get_ref().after_version;
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(async move {
+            let mut pending = state.registry.after(last);
+            loop {
+                for model in pending.drain(..) {
+                    if model.version > last {
+                        last = model.version;
+                        if tx.send(Ok(model)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                tokio::select! {
+                    update = updates.recv() => match update {
+                        Ok(model) => pending.push(model),
+                        // Missed announcements are still in the registry.
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => pending = state.registry.after(last),
+                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                    },
+                    _ = tx.closed() => return,
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    type DownloadModelStream = BoxStream<ModelChunk>;
+
+    async fn download_model(
+        &self,
+        request: Request<DownloadModelRequest>,
+    ) -> Result<Response<Self::DownloadModelStream>, Status> {
+        let DownloadModelRequest { version, offset } = request.into_inner();
+        let model =
+            self.state.registry.get(version).ok_or_else(|| Status::not_found(format!("no model version {version}")))?;
+        let total = model.weights_bytes;
+        if offset > total {
+            return Err(Status::out_of_range(format!("offset {offset} is past the {total} bytes of model {version}")));
+        }
+        let path = self.state.registry.weights_path(version);
+        let mut file = tokio::fs::File::open(&path)
+            .await
+            .map_err(|e| Status::internal(format!("model {version} weights: {e}")))?;
+        file.seek(std::io::SeekFrom::Start(offset))
+            .await
+            .map_err(|e| Status::internal(format!("model {version} weights: {e}")))?;
+        let (tx, rx) = mpsc::channel(4);
+        let mut stop = self.stop.clone();
+        tokio::spawn(async move {
+            let mut at = offset;
+            loop {
+                let want = (total - at).min(CHUNK_BYTES as u64) as usize;
+                let mut data = vec![0u8; want];
+                if let Err(e) = file.read_exact(&mut data).await {
+                    let _ = tx.send(Err(Status::internal(format!("model {version} weights: {e}")))).await;
+                    return;
+                }
+                let chunk = ModelChunk { offset: at, data, total_bytes: total };
+                tokio::select! {
+                    sent = tx.send(Ok(chunk)) => if sent.is_err() { return },
+                    _ = stop.wait_for(|s| *s) => return,
+                }
+                at += want as u64;
+                // One (possibly empty) chunk is always sent, so that the client learns the size.
+                if at >= total {
+                    return;
+                }
+            }
+        });
+        Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
+    }
+
+    async fn submit_games(
+        &self,
+        request: Request<SubmitGamesRequest>,
+    ) -> Result<Response<SubmitGamesResponse>, Status> {
+        let started = Instant::now();
+        let result = self.submit(request.into_inner()).await;
+        self.state.metrics.observe_ingest(started.elapsed());
+        result.map(Response::new)
+    }
+
+    async fn publish_model(
+        &self,
+        request: Request<Streaming<PublishModelChunk>>,
+    ) -> Result<Response<PublishModelResponse>, Status> {
+        let mut stream = request.into_inner();
+        let header = match stream.message().await? {
+            Some(PublishModelChunk { part: Some(Part::Header(h)) }) => h,
+            _ => return Err(Status::invalid_argument("the first PublishModel message must be the header")),
+        };
+        let limit = self.state.limits.max_model_bytes;
+        let mut weights = Vec::new();
+        while let Some(chunk) = stream.message().await? {
+            match chunk.part {
+                Some(Part::Data(data)) => {
+                    if weights.len() + data.len() > limit {
+                        return Err(Status::resource_exhausted(format!("model larger than {limit} bytes")));
+                    }
+                    weights.extend_from_slice(&data);
+                }
+                _ => return Err(Status::invalid_argument("only weight chunks may follow the header")),
+            }
+        }
+        let state = self.state.clone();
+        let published = tokio::task::spawn_blocking(move || {
+            state.registry.publish(&header.metadata_json, &header.publisher, &weights, now_ms())
+        })
+        .await
+        .map_err(|e| Status::internal(format!("publish task: {e}")))?;
+        match published {
+            Ok(model) => Ok(Response::new(PublishModelResponse { version: model.version })),
+            Err(PublishError::Invalid(message)) => Err(Status::invalid_argument(message)),
+            Err(PublishError::Storage(e)) => Err(Status::internal(format!("storing the model failed: {e}"))),
+        }
+    }
+
+    async fn get_stats(&self, _request: Request<GetStatsRequest>) -> Result<Response<Stats>, Status> {
+        let state = self.state.clone();
+        let counts = tokio::task::spawn_blocking(move || lock(&state.store).counts().clone())
+            .await
+            .map_err(|e| Status::internal(format!("stats task: {e}")))?;
+        Ok(Response::new(Stats {
+            games: counts.games,
+            samples: counts.samples,
+            rejected_batches: self.state.metrics.batches_rejected.load(Relaxed),
+            workers_alive: self.state.workers_alive(),
+            latest_model_version: self.state.registry.latest_version(),
+            games_by_model: counts
+                .by_model
+                .into_iter()
+                .map(|(model_version, games)| ModelGames { model_version, games })
+                .collect(),
+            duplicate_games: self.state.metrics.duplicates.load(Relaxed),
+        }))
+    }
+}

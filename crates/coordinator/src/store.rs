@@ -1,0 +1,205 @@
+//! The game store: the dataset writer, the ids of stored games and the idempotency log.
+//!
+//! A request's games are appended and flushed as one shard before anything else records them, so
+//! an OK means the games are on disk. The idempotency key is logged (one fsynced JSON line) only
+//! after that flush; a crash in between leaves the games stored and the key unknown, and the
+//! retry is then answered by game-id dedup (all duplicates), so nothing is stored twice.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use xqz_dataset::{Dataset, DatasetWriter, GameId, GameRecord, SampleRecord, WriterConfig};
+
+use crate::error::{CoordinatorError, IoAt};
+
+const KEY_LOG: &str = "idempotency.log";
+
+/// The answer to a `SubmitGames` request, as the idempotency log keeps it.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Ingested {
+    pub accepted: u32,
+    pub duplicates: u32,
+}
+
+#[derive(Serialize, Deserialize)]
+struct KeyLine {
+    key: String,
+    accepted: u32,
+    duplicates: u32,
+}
+
+/// What the store holds, for statistics.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StoreCounts {
+    pub games: u64,
+    pub samples: u64,
+    pub by_model: BTreeMap<u64, u64>,
+}
+
+pub(crate) struct Store {
+    dataset_dir: PathBuf,
+    /// `None` after a failed write whose buffered rows had to be dropped and reopening failed.
+    writer: Option<DatasetWriter>,
+    known: HashSet<GameId>,
+    keys: HashMap<String, Ingested>,
+    key_log: File,
+    counts: StoreCounts,
+}
+
+fn writer_config() -> WriterConfig {
+    // Flushed explicitly once per request: never mid-request, never on a timer.
+    WriterConfig {
+        shard_rows: usize::MAX,
+        flush_interval: None,
+        writer_name: "xqz-coordinator".into(),
+        ..WriterConfig::default()
+    }
+}
+
+fn sync_dir(dir: &Path) -> Result<(), CoordinatorError> {
+    File::open(dir).and_then(|d| d.sync_all()).at(dir)
+}
+
+/// Reads the idempotency log, cutting a torn last line (a crash mid-append) off the file.
+fn load_keys(path: &Path) -> Result<HashMap<String, Ingested>, CoordinatorError> {
+    let text = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(source) => return Err(CoordinatorError::Io { path: path.into(), source }),
+    };
+    let complete = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    if complete < text.len() {
+        let file = OpenOptions::new().write(true).open(path).at(path)?;
+        file.set_len(complete as u64).at(path)?;
+        file.sync_all().at(path)?;
+    }
+    let mut keys = HashMap::new();
+    for (n, line) in text[..complete].split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.is_empty()) {
+        let line: KeyLine = serde_json::from_slice(line)
+            .map_err(|e| CoordinatorError::Corrupt { path: path.into(), message: format!("line {}: {e}", n + 1) })?;
+        keys.insert(line.key, Ingested { accepted: line.accepted, duplicates: line.duplicates });
+    }
+    Ok(keys)
+}
+
+impl Store {
+    /// Opens `<data>/dataset` and `<data>/idempotency.log`, rebuilding the set of stored game ids.
+    pub fn open(data: &Path) -> Result<Store, CoordinatorError> {
+        fs::create_dir_all(data).at(data)?;
+        let dataset_dir = data.join("dataset");
+        let (writer, _report) = DatasetWriter::open(&dataset_dir, writer_config())?;
+        let dataset = Dataset::open(&dataset_dir)?;
+        let mut counts = StoreCounts { games: 0, samples: dataset.num_samples(), by_model: BTreeMap::new() };
+        let mut known = HashSet::new();
+        for game in dataset.games()? {
+            known.insert(game.game_id);
+            counts.games += 1;
+            *counts.by_model.entry(game.model_version).or_default() += 1;
+        }
+        let log_path = data.join(KEY_LOG);
+        let keys = load_keys(&log_path)?;
+        let key_log = OpenOptions::new().create(true).append(true).open(&log_path).at(&log_path)?;
+        sync_dir(data)?;
+        Ok(Store { dataset_dir, writer: Some(writer), known, keys, key_log, counts })
+    }
+
+    /// The earlier answer to `key`, if it was seen.
+    pub fn replayed(&self, key: &str) -> Option<Ingested> {
+        if key.is_empty() { None } else { self.keys.get(key).copied() }
+    }
+
+    pub fn counts(&self) -> &StoreCounts {
+        &self.counts
+    }
+
+    /// Stores the games not stored yet, durably, then logs `key`. Returns the answer, whether it
+    /// was a replay of `key` (then nothing is stored) and the number of samples stored.
+    pub fn ingest(
+        &mut self,
+        key: &str,
+        games: Vec<(GameRecord, Vec<SampleRecord>)>,
+    ) -> Result<(Ingested, bool, u64), CoordinatorError> {
+        // Checked again under the lock: a concurrent retry may have committed since the first look.
+        if let Some(done) = self.replayed(key) {
+            return Ok((done, true, 0));
+        }
+        let mut fresh = Vec::with_capacity(games.len());
+        let mut ids = HashSet::new();
+        let mut result = Ingested::default();
+        for (game, samples) in games {
+            if self.known.contains(&game.game_id) || !ids.insert(game.game_id) {
+                result.duplicates += 1;
+            } else {
+                fresh.push((game, samples));
+            }
+        }
+        result.accepted = fresh.len() as u32;
+        let samples = fresh.iter().map(|(_, s)| s.len() as u64).sum();
+        if !fresh.is_empty() {
+            self.write(&fresh)?;
+        }
+        if !key.is_empty() {
+            let line = KeyLine { key: key.to_string(), accepted: result.accepted, duplicates: result.duplicates };
+            let mut text = serde_json::to_vec(&line).map_err(|e| CoordinatorError::Corrupt {
+                path: KEY_LOG.into(),
+                message: format!("cannot encode a key: {e}"),
+            })?;
+            text.push(b'\n');
+            let log_path = self.dataset_dir.with_file_name(KEY_LOG);
+            self.key_log.write_all(&text).and_then(|()| self.key_log.sync_data()).at(&log_path)?;
+            self.keys.insert(key.to_string(), result);
+        }
+        Ok((result, false, samples))
+    }
+
+    /// Appends and flushes `games` as one shard; on failure no row of them stays buffered.
+    fn write(&mut self, games: &[(GameRecord, Vec<SampleRecord>)]) -> Result<(), CoordinatorError> {
+        let writer = match self.writer.as_mut() {
+            Some(w) => w,
+            None => self.writer.insert(DatasetWriter::open(&self.dataset_dir, writer_config())?.0),
+        };
+        let written = games
+            .iter()
+            .try_for_each(|(g, s)| writer.append(g.clone(), s.clone()).map(drop))
+            .and_then(|()| writer.flush().map(drop));
+        match written {
+            Ok(()) => {
+                self.record(games);
+                Ok(())
+            }
+            Err(err) => {
+                if writer.pending_games() == 0 {
+                    // The manifest lists the shard although a later step failed: the games are
+                    // stored, so a retry must see them as duplicates.
+                    self.record(games);
+                } else {
+                    // Dropping the writer is the only way to discard its buffered rows, which
+                    // must not reach a later shard as half of a rejected request.
+                    self.writer = None;
+                    self.writer = Some(DatasetWriter::open(&self.dataset_dir, writer_config())?.0);
+                }
+                Err(err.into())
+            }
+        }
+    }
+
+    fn record(&mut self, games: &[(GameRecord, Vec<SampleRecord>)]) {
+        for (game, samples) in games {
+            self.known.insert(game.game_id);
+            self.counts.games += 1;
+            self.counts.samples += samples.len() as u64;
+            *self.counts.by_model.entry(game.model_version).or_default() += 1;
+        }
+    }
+
+    /// Flushes whatever is buffered (nothing, normally) and releases the dataset.
+    pub fn close(&mut self) -> Result<(), CoordinatorError> {
+        if let Some(writer) = self.writer.take() {
+            writer.finish()?;
+        }
+        Ok(())
+    }
+}

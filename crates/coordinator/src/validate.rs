@@ -1,0 +1,211 @@
+//! Replays a submitted game through the rules core and turns it into dataset records, or says
+//! precisely what is wrong with it.
+
+use xiangqi::game::{Game, GameConfig, Outcome};
+use xiangqi::{Color, Move, Position};
+use xqz_dataset::{GameId, GameRecord, GameResult, PlySearch, PolicyEntry, SampleRecord};
+use xqz_proto::v1::GameSubmission;
+
+use crate::Settings;
+
+/// How far a policy's probabilities may sum from 1 (they are f32 visit fractions).
+const POLICY_SUM_TOLERANCE: f64 = 1e-3;
+
+/// Lowercase hex of `bytes`.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn decode_move(code: u32) -> Option<Move> {
+    u16::try_from(code).ok().and_then(Move::from_u16)
+}
+
+fn result_of(outcome: Outcome) -> Option<(GameResult, &'static str)> {
+    match outcome {
+        Outcome::Ongoing => None,
+        Outcome::Win { winner: Color::Red, verdict } => Some((GameResult::RedWin, verdict.reason.name())),
+        Outcome::Win { winner: Color::Black, verdict } => Some((GameResult::BlackWin, verdict.reason.name())),
+        Outcome::Draw { verdict } => Some((GameResult::Draw, verdict.reason.name())),
+    }
+}
+
+/// Checks one search's policy (against the legal moves `game` has now) and its root WDL.
+fn check_ply(game: &Game, search: &xqz_proto::v1::PlySearch, ply: usize, version: u64) -> Result<PlySearch, String> {
+    if search.policy_moves.len() != search.policy_probs.len() {
+        return Err(format!(
+            "ply {ply}: {} policy moves but {} probabilities",
+            search.policy_moves.len(),
+            search.policy_probs.len()
+        ));
+    }
+    let mut policy = Vec::with_capacity(search.policy_moves.len());
+    let mut sum = 0.0f64;
+    for (&code, &p) in search.policy_moves.iter().zip(&search.policy_probs) {
+        let mv = decode_move(code).ok_or_else(|| format!("ply {ply}: bad policy move code {code}"))?;
+        if !game.legal_moves().contains(&mv) {
+            return Err(format!("ply {ply}: policy on illegal move {mv}"));
+        }
+        if policy.iter().any(|e: &PolicyEntry| e.mv == mv) {
+            return Err(format!("ply {ply}: policy lists {mv} twice"));
+        }
+        if !p.is_finite() || p < 0.0 {
+            return Err(format!("ply {ply}: policy probability {p} of {mv} is negative or not finite"));
+        }
+        sum += f64::from(p);
+        policy.push(PolicyEntry { mv, p });
+    }
+    if (sum - 1.0).abs() > POLICY_SUM_TOLERANCE {
+        return Err(format!("ply {ply}: policy probabilities sum to {sum}, not 1"));
+    }
+    let root_wdl: [f32; 3] = search
+        .root_wdl
+        .as_slice()
+        .try_into()
+        .map_err(|_| format!("ply {ply}: root_wdl has {} values, expected 3", search.root_wdl.len()))?;
+    if root_wdl.iter().any(|v| !v.is_finite()) {
+        return Err(format!("ply {ply}: root_wdl {root_wdl:?} is not finite"));
+    }
+    Ok(PlySearch { policy, root_wdl, model_version: version, full_search: search.full_search })
+}
+
+/// Replays `sub` under `settings` and returns its records; the error names the game (by index and
+/// hex id) and the problem. `latest_model` is the newest published version (0 if none).
+pub(crate) fn validate_game(
+    index: usize,
+    sub: &GameSubmission,
+    settings: &Settings,
+    latest_model: u64,
+    worker_id: &str,
+) -> Result<(GameRecord, Vec<SampleRecord>), String> {
+    let id: [u8; 16] = sub
+        .game_id
+        .as_slice()
+        .try_into()
+        .map_err(|_| format!("game #{index}: game id has {} bytes, expected 16", sub.game_id.len()))?;
+    let name = format!("game #{index} ({})", hex(&id));
+    let fail = |msg: String| format!("{name}: {msg}");
+    if sub.model_version > latest_model {
+        return Err(fail(format!("unknown model version {} (latest published: {latest_model})", sub.model_version)));
+    }
+    if sub.plies.len() != sub.moves.len() {
+        return Err(fail(format!("{} plies of search for {} moves", sub.plies.len(), sub.moves.len())));
+    }
+    let claimed = GameResult::from_name(&sub.result).ok_or_else(|| fail(format!("unknown result {:?}", sub.result)))?;
+    let start = Position::from_fen(&sub.start_fen).map_err(|e| fail(format!("bad FEN {:?}: {e}", sub.start_fen)))?;
+    let config = GameConfig { ruleset: settings.ruleset, max_plies: Some(settings.max_plies), natural_limit: None };
+    let mut game = Game::from_position(start, config);
+    let mut searches = Vec::with_capacity(sub.moves.len());
+    for (ply, (&code, search)) in sub.moves.iter().zip(&sub.plies).enumerate() {
+        let mv = decode_move(code).ok_or_else(|| fail(format!("ply {ply}: bad move code {code}")))?;
+        if let Some((result, reason)) = result_of(game.outcome()) {
+            return Err(fail(format!("ply {ply}: move {mv} after the game ended ({result} by {reason})")));
+        }
+        searches.push(check_ply(&game, search, ply, sub.model_version).map_err(&fail)?);
+        game.push(mv).map_err(|e| fail(e.to_string()))?;
+    }
+    match result_of(game.outcome()) {
+        Some((result, reason)) => {
+            if (result, reason) != (claimed, sub.reason.as_str()) {
+                return Err(fail(format!(
+                    "claims {claimed} by {:?} but the replay gives {result} by {reason}",
+                    sub.reason
+                )));
+            }
+        }
+        None => match claimed.winner() {
+            Some(winner) if sub.reason == "resignation" => {
+                game.resign(!winner).map_err(|e| fail(e.to_string()))?;
+            }
+            _ => {
+                return Err(fail(format!(
+                    "claims {claimed} by {:?} but the game is not over after {} plies (only a resignation can end it)",
+                    sub.reason,
+                    sub.moves.len()
+                )));
+            }
+        },
+    }
+    let mut record = GameRecord::from_game(&game, GameId(id)).map_err(|e| fail(e.to_string()))?;
+    record.model_version = sub.model_version;
+    record.worker_id = worker_id.to_string();
+    record.seed = sub.seed;
+    record.start_time_ms = sub.start_time_ms;
+    record.end_time_ms = sub.end_time_ms;
+    let samples = SampleRecord::from_game(&record, &searches).map_err(|e| fail(e.to_string()))?;
+    Ok((record, samples))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xqz_proto::v1;
+
+    fn code(text: &str) -> u32 {
+        u32::from(text.parse::<Move>().unwrap().to_u16())
+    }
+
+    fn two_move_draw() -> GameSubmission {
+        let moves = vec![code("h2e2"), code("h9g7")];
+        GameSubmission {
+            game_id: vec![7; 16],
+            start_fen: xiangqi::START_FEN.into(),
+            plies: moves
+                .iter()
+                .map(|&m| v1::PlySearch {
+                    policy_moves: vec![m],
+                    policy_probs: vec![1.0],
+                    root_wdl: vec![0.2, 0.6, 0.2],
+                    full_search: true,
+                })
+                .collect(),
+            moves,
+            result: "draw".into(),
+            reason: "max_length".into(),
+            ..Default::default()
+        }
+    }
+
+    fn settings() -> Settings {
+        Settings { max_plies: 2, ..Settings::default() }
+    }
+
+    #[test]
+    fn accepts_a_complete_game_and_rejects_tampering() {
+        let (record, samples) = validate_game(0, &two_move_draw(), &settings(), 0, "w").unwrap();
+        assert_eq!((record.moves.len(), samples.len(), record.reason.as_str()), (2, 2, "max_length"));
+
+        let mut sub = two_move_draw();
+        sub.result = "red".into();
+        assert!(validate_game(3, &sub, &settings(), 0, "w").unwrap_err().contains("game #3 (0707"));
+
+        let mut sub = two_move_draw();
+        sub.moves.push(code("a0a1"));
+        sub.plies.push(sub.plies[0].clone());
+        assert!(validate_game(0, &sub, &settings(), 0, "w").unwrap_err().contains("after the game ended"));
+
+        let mut sub = two_move_draw();
+        sub.plies[1].root_wdl.pop();
+        assert!(validate_game(0, &sub, &settings(), 0, "w").unwrap_err().contains("root_wdl"));
+
+        let mut sub = two_move_draw();
+        sub.game_id.pop();
+        assert!(validate_game(0, &sub, &settings(), 0, "w").unwrap_err().contains("15 bytes"));
+
+        let mut sub = two_move_draw();
+        sub.start_fen = "nonsense".into();
+        assert!(validate_game(0, &sub, &settings(), 0, "w").unwrap_err().contains("bad FEN"));
+    }
+
+    #[test]
+    fn an_unfinished_game_needs_a_resignation() {
+        let long = Settings { max_plies: 300, ..Settings::default() };
+        let mut sub = two_move_draw();
+        assert!(validate_game(0, &sub, &long, 0, "w").unwrap_err().contains("not over"));
+        sub.result = "black".into();
+        sub.reason = "resignation".into();
+        let (record, _) = validate_game(0, &sub, &long, 0, "w").unwrap();
+        assert_eq!(record.result, GameResult::BlackWin);
+        sub.result = "draw".into();
+        assert!(validate_game(0, &sub, &long, 0, "w").is_err());
+    }
+}

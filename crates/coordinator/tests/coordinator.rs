@@ -1,0 +1,294 @@
+//! The coordinator in-process on 127.0.0.1:0, driven through the generated tonic client.
+
+use std::future::Future;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+use tonic::{Code, Request, Status};
+use xiangqi::Move;
+use xqz_coordinator::{CoordinatorConfig, Running, Settings, serve};
+use xqz_dataset::Dataset;
+use xqz_mcts::{MaterialEvaluator, SelfPlayConfig, self_play};
+use xqz_proto::v1::coordinator_client::CoordinatorClient;
+use xqz_proto::v1::*;
+
+type AddToken = Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> + Send>;
+type Client = CoordinatorClient<InterceptedService<Channel, AddToken>>;
+type Spoil = Box<dyn Fn(&mut GameSubmission)>;
+
+const TOKEN: &str = "s3cret";
+
+struct Server {
+    running: Running,
+    stop: oneshot::Sender<()>,
+}
+
+impl Server {
+    async fn start(data: &Path, settings: Settings) -> Server {
+        let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data);
+        config.token = Some(TOKEN.into());
+        config.settings = settings;
+        config.limits.max_games_per_request = 8;
+        let (stop, rx) = oneshot::channel::<()>();
+        let running = serve(config, async move { drop(rx.await) }).await.unwrap();
+        Server { running, stop }
+    }
+
+    async fn client(&self, token: Option<&str>) -> Client {
+        let channel = Channel::from_shared(format!("http://{}", self.running.addr())).unwrap().connect().await.unwrap();
+        let header: Option<tonic::metadata::MetadataValue<_>> = token.map(|t| format!("Bearer {t}").parse().unwrap());
+        let add: AddToken = Box::new(move |mut r| {
+            if let Some(h) = &header {
+                r.metadata_mut().insert("authorization", h.clone());
+            }
+            Ok(r)
+        });
+        CoordinatorClient::with_interceptor(channel, add)
+    }
+
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.running.wait().await.unwrap();
+    }
+}
+
+fn short() -> Settings {
+    Settings { max_plies: 2, ..Settings::default() }
+}
+
+fn code(text: &str) -> u32 {
+    u32::from(text.parse::<Move>().unwrap().to_u16())
+}
+
+/// h2e2 h9g7: a `max_length` draw when games are capped at 2 plies.
+fn draw(id: u8) -> GameSubmission {
+    let moves = vec![code("h2e2"), code("h9g7")];
+    GameSubmission {
+        game_id: vec![id; 16],
+        start_fen: xiangqi::START_FEN.into(),
+        plies: moves
+            .iter()
+            .zip([code("b2e2"), code("b9c7")])
+            .map(|(&m, other)| PlySearch {
+                policy_moves: vec![m, other],
+                policy_probs: vec![0.75, 0.25],
+                root_wdl: vec![0.3, 0.4, 0.3],
+                full_search: true,
+            })
+            .collect(),
+        moves,
+        result: "draw".into(),
+        reason: "max_length".into(),
+        ..Default::default()
+    }
+}
+
+fn batch(key: &str, games: Vec<GameSubmission>) -> SubmitGamesRequest {
+    SubmitGamesRequest { idempotency_key: key.into(), worker_id: "w-test".into(), games }
+}
+
+fn stored(data: &Path) -> Vec<[u8; 16]> {
+    Dataset::open(data.join("dataset")).unwrap().games().unwrap().iter().map(|g| g.game_id.0).collect()
+}
+
+async fn with_timeout<T>(f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(15), f).await.expect("timed out")
+}
+
+#[tokio::test]
+async fn self_played_game_is_accepted_and_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = SelfPlayConfig { playouts: 8, cheap_playouts: 4, threads: 1, ..Default::default() };
+    config.game.max_plies = Some(8);
+    let mut games = Vec::new();
+    self_play(&config, MaterialEvaluator, 2, &AtomicBool::new(false), |g| games.push(g)).unwrap();
+    let subs: Vec<_> = games
+        .iter()
+        .map(|g| {
+            let (record, samples) = xqz_worker::to_records(g, 0, "w").unwrap();
+            xqz_proto::encode_game(&record, &samples)
+        })
+        .collect();
+    let server = Server::start(dir.path(), Settings { max_plies: 8, ..Settings::default() }).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let answer = with_timeout(client.submit_games(batch("k1", subs.clone()))).await.unwrap().into_inner();
+    assert_eq!((answer.accepted, answer.duplicates, answer.replayed_batch), (2, 0, false));
+    let stats = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner();
+    assert_eq!(stats.games, 2);
+    assert_eq!(stats.games_by_model, vec![ModelGames { model_version: 0, games: 2 }]);
+    server.stop().await;
+    let ids = stored(dir.path());
+    assert_eq!(ids.len(), 2);
+    assert!(subs.iter().all(|s| ids.iter().any(|id| id[..] == s.game_id[..])));
+}
+
+#[tokio::test]
+async fn dedup_by_key_and_game_id_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), short()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let first = client.submit_games(batch("k1", vec![draw(1), draw(2)])).await.unwrap().into_inner();
+    assert_eq!((first.accepted, first.duplicates, first.replayed_batch), (2, 0, false));
+    let again = client.submit_games(batch("k1", vec![draw(1), draw(2)])).await.unwrap().into_inner();
+    assert_eq!((again.accepted, again.duplicates, again.replayed_batch), (2, 0, true));
+    let dup = client.submit_games(batch("k2", vec![draw(2), draw(3)])).await.unwrap().into_inner();
+    assert_eq!((dup.accepted, dup.duplicates, dup.replayed_batch), (1, 1, false));
+    assert_eq!(stored(dir.path()).len(), 3, "stored (and flushed) before the answer");
+    server.stop().await;
+
+    let server = Server::start(dir.path(), short()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let again = client.submit_games(batch("k1", vec![draw(1), draw(2)])).await.unwrap().into_inner();
+    assert_eq!((again.accepted, again.duplicates, again.replayed_batch), (2, 0, true));
+    let dup = client.submit_games(batch("k3", vec![draw(1), draw(3)])).await.unwrap().into_inner();
+    assert_eq!((dup.accepted, dup.duplicates, dup.replayed_batch), (0, 2, false));
+    let stats = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner();
+    assert_eq!((stats.games, stats.samples, stats.duplicate_games), (3, 6, 2));
+    server.stop().await;
+    assert_eq!(stored(dir.path()).len(), 3);
+}
+
+#[tokio::test]
+async fn invalid_games_reject_the_whole_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), short()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let cases: Vec<(&str, Spoil)> = vec![
+        ("illegal move", Box::new(|g| g.moves[1] = code("h2e2"))),
+        ("claims red", Box::new(|g| g.result = "red".into())),
+        ("policy on illegal move", Box::new(|g| g.plies[0].policy_moves[1] = code("a0a5"))),
+        ("sum to", Box::new(|g| g.plies[1].policy_probs[0] = 0.5)),
+        ("unknown model version 3", Box::new(|g| g.model_version = 3)),
+        ("root_wdl", Box::new(|g| g.plies[0].root_wdl = vec![f32::NAN, 0.0, 1.0])),
+        ("2 plies of search for 3 moves", Box::new(|g| g.moves.push(code("a0a1")))),
+    ];
+    for (i, (want, spoil)) in cases.iter().enumerate() {
+        let mut bad = draw(100 + i as u8);
+        spoil(&mut bad);
+        let err = client.submit_games(batch(&format!("bad{i}"), vec![draw(1), bad])).await.unwrap_err();
+        assert_eq!(err.code(), Code::InvalidArgument, "{want}: {err:?}");
+        assert!(err.message().contains(want), "{want}: {}", err.message());
+        assert!(err.message().contains(&format!("game #1 ({})", format!("{:02x}", 100 + i).repeat(16))));
+    }
+    let stats = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner();
+    assert_eq!((stats.games, stats.rejected_batches), (0, cases.len() as u64));
+    let err = client.submit_games(batch("big", (0..9).map(draw).collect())).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    // The good game of the rejected batches is still welcome.
+    let ok = client.submit_games(batch("good", vec![draw(1)])).await.unwrap().into_inner();
+    assert_eq!(ok.accepted, 1);
+    server.stop().await;
+    assert_eq!(stored(dir.path()).len(), 1);
+}
+
+#[tokio::test]
+async fn token_is_required() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), short()).await;
+    for token in [None, Some("wrong")] {
+        let mut client = server.client(token).await;
+        let err = client.get_stats(GetStatsRequest {}).await.unwrap_err();
+        assert_eq!(err.code(), Code::Unauthenticated, "{token:?}");
+        let err = client.submit_games(batch("k", vec![draw(1)])).await.unwrap_err();
+        assert_eq!(err.code(), Code::Unauthenticated);
+    }
+    let mut client = server.client(Some(TOKEN)).await;
+    let reg = client.register(RegisterRequest { name: "box 1".into(), ..Default::default() }).await.unwrap();
+    let reg = reg.into_inner();
+    assert_eq!(reg.worker_id, "w-1-box1");
+    assert_eq!(reg.settings.unwrap().max_plies, 2);
+    assert!(reg.current_model.is_none());
+    let stats = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner();
+    assert_eq!(stats.workers_alive, 1);
+    server.stop().await;
+}
+
+fn metadata(weights: &[u8]) -> String {
+    serde_json::json!({
+        "format": 1,
+        "info": { "model_version": 0, "training_steps": 10, "samples_seen": 640 },
+        "weights": { "file": "latest.safetensors", "bytes": weights.len(), "sha256": format!("{:x}", Sha256::digest(weights)) },
+        "optimizer": null,
+    })
+    .to_string()
+}
+
+async fn publish(client: &mut Client, meta: String, weights: &[u8]) -> Result<u64, Status> {
+    let mut chunks = vec![PublishModelChunk {
+        part: Some(publish_model_chunk::Part::Header(PublishHeader {
+            metadata_json: meta,
+            publisher: "trainer".into(),
+        })),
+    }];
+    chunks.extend(
+        weights.chunks(1000).map(|c| PublishModelChunk { part: Some(publish_model_chunk::Part::Data(c.to_vec())) }),
+    );
+    Ok(client.publish_model(tokio_stream::iter(chunks)).await?.into_inner().version)
+}
+
+#[tokio::test]
+async fn published_models_are_announced_and_downloadable() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), short()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let mut watcher = client.watch_models(WatchModelsRequest { after_version: 0 }).await.unwrap().into_inner();
+    let weights: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+
+    let err = publish(&mut client, metadata(&weights[..10]), &weights).await.unwrap_err();
+    assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
+    assert_eq!(publish(&mut client, metadata(&weights), &weights).await.unwrap(), 1);
+    let announced = with_timeout(watcher.message()).await.unwrap().unwrap();
+    assert_eq!((announced.version, announced.weights_bytes), (1, 5000));
+    assert_eq!(announced.weights_sha256, format!("{:x}", Sha256::digest(&weights)));
+    let meta: serde_json::Value = serde_json::from_str(&announced.metadata_json).unwrap();
+    assert_eq!(
+        (meta["weights"]["file"].as_str(), meta["info"]["model_version"].as_u64()),
+        (Some("v1.safetensors"), Some(1))
+    );
+
+    let mut tail = Vec::new();
+    let mut stream =
+        client.download_model(DownloadModelRequest { version: 1, offset: 1234 }).await.unwrap().into_inner();
+    while let Some(chunk) = stream.message().await.unwrap() {
+        assert_eq!((chunk.offset, chunk.total_bytes), (1234 + tail.len() as u64, 5000));
+        tail.extend(chunk.data);
+    }
+    assert_eq!(tail, weights[1234..]);
+    let err = client.download_model(DownloadModelRequest { version: 2, offset: 0 }).await.unwrap_err();
+    assert_eq!(err.code(), Code::NotFound);
+
+    // Version 1 is known now, and a new watcher is told about it first.
+    let mut game = draw(5);
+    game.model_version = 1;
+    assert_eq!(client.submit_games(batch("m1", vec![game])).await.unwrap().into_inner().accepted, 1);
+    let mut late = client.watch_models(WatchModelsRequest { after_version: 0 }).await.unwrap().into_inner();
+    assert_eq!(with_timeout(late.message()).await.unwrap().unwrap().version, 1);
+    // Shutdown ends the open watch streams rather than waiting for them.
+    with_timeout(server.stop()).await;
+    assert!(Path::new(&dir.path().join("models/v1.safetensors")).exists());
+    assert!(Path::new(&dir.path().join("models/registry.json")).exists());
+}
+
+#[tokio::test]
+async fn metrics_endpoint_answers_get() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), dir.path());
+    config.metrics = Some("127.0.0.1:0".parse().unwrap());
+    let (stop, rx) = oneshot::channel::<()>();
+    let running = serve(config, async move { drop(rx.await) }).await.unwrap();
+    let mut conn = tokio::net::TcpStream::connect(running.metrics_addr().unwrap()).await.unwrap();
+    conn.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut text = String::new();
+    with_timeout(conn.read_to_string(&mut text)).await.unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    for name in ["xqz_games_accepted_total 0", "xqz_workers_alive 0", "xqz_ingest_latency_seconds_count 0"] {
+        assert!(text.contains(name), "{name} missing in {text}");
+    }
+    stop.send(()).unwrap();
+    running.wait().await.unwrap();
+}

@@ -1,0 +1,252 @@
+//! The training loop: reads the replay window as it grows, trains, checkpoints, publishes.
+//!
+//! KataGo's guard against over-fitting when self-play is slow: the trainer takes at most
+//! `samples_per_new_sample` training samples per self-play sample in the dataset, and waits for
+//! more data when it is ahead. A run folder holds `checkpoints/` (`step-N.json` and its weights
+//! and optimizer state; `latest` names the newest) and `metrics.csv`; starting again in the same
+//! folder resumes from the latest checkpoint.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use xqz_dataset::{DatasetError, ReplayConfig, ReplayWindow, WindowSize};
+use xqz_net::{CheckpointError, Device, ModelConfig, Network, TrainConfig, TrainError, Trainer};
+
+use crate::data::{DataError, TrainingData};
+
+/// How the trainer trains.
+#[derive(Clone, Debug)]
+pub struct TrainerConfig {
+    /// The dataset folder the coordinator writes.
+    pub data: PathBuf,
+    /// The run folder (checkpoints, metrics).
+    pub run: PathBuf,
+    /// The network's shape (a resumed run must match it).
+    pub model: ModelConfig,
+    /// The device to train on.
+    pub device: Device,
+    /// Optimizer settings; the learning rate is the schedule's first.
+    pub optimizer: TrainConfig,
+    /// Learning-rate schedule: from each step on, its rate (sorted by step; the first entry
+    /// applies from step 0).
+    pub lr_schedule: Vec<(u64, f64)>,
+    /// Rows per step.
+    pub batch_size: usize,
+    /// The replay window.
+    pub window: WindowSize,
+    /// Training samples allowed per self-play sample in the dataset.
+    pub samples_per_new_sample: f64,
+    /// Samples in the dataset before the first step.
+    pub min_samples: usize,
+    /// Steps between checkpoints.
+    pub checkpoint_every: u64,
+    /// Steps between published models (a multiple of `checkpoint_every` is sensible).
+    pub publish_every: u64,
+    /// Stop after this many steps in all (resumed ones included).
+    pub max_steps: Option<u64>,
+    /// How often to look for new data when waiting.
+    pub poll: Duration,
+    /// Seed of the initial weights and of the sampling.
+    pub seed: u64,
+}
+
+/// Where published models go (the coordinator, or nowhere in a local test).
+pub trait Publisher {
+    /// Publishes the checkpoint whose metadata is at `path`; returns its model version.
+    fn publish(&mut self, path: &Path) -> Result<u64, String>;
+}
+
+/// One row of `metrics.csv`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepReport {
+    /// Steps taken in all.
+    pub step: u64,
+    /// Samples trained on in all.
+    pub samples_seen: u64,
+    /// Samples in the dataset.
+    pub dataset_samples: u64,
+    /// Samples in the replay window.
+    pub window: usize,
+    /// Policy loss.
+    pub policy_loss: f64,
+    /// Value loss.
+    pub value_loss: f64,
+    /// Learning rate used.
+    pub learning_rate: f64,
+    /// Training samples per second over the last interval.
+    pub samples_per_second: f64,
+    /// Latest published model version.
+    pub model_version: u64,
+}
+
+/// Why training stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Reading the dataset failed.
+    #[error(transparent)]
+    Dataset(#[from] DatasetError),
+    /// A batch could not be converted.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// A step failed.
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    /// A checkpoint could not be written or read.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The run folder could not be written.
+    #[error("run folder {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Publishing failed.
+    #[error("publishing {path}: {message}")]
+    Publish {
+        /// The checkpoint.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io { path: path.to_path_buf(), source }
+}
+
+const METRICS_HEADER: &str =
+    "step,samples_seen,dataset_samples,window,policy_loss,value_loss,learning_rate,samples_per_second,model_version";
+
+fn learning_rate(schedule: &[(u64, f64)], step: u64, default: f64) -> f64 {
+    schedule.iter().take_while(|(from, _)| *from <= step).last().map_or(default, |&(_, lr)| lr)
+}
+
+/// The latest checkpoint of a run folder, if any.
+pub fn latest_checkpoint(run: &Path) -> Option<PathBuf> {
+    let dir = run.join("checkpoints");
+    let name = fs::read_to_string(dir.join("latest")).ok()?;
+    Some(dir.join(name.trim()))
+}
+
+fn save_checkpoint(trainer: &Trainer, run: &Path, model_version: u64) -> Result<PathBuf, RunError> {
+    let dir = run.join("checkpoints");
+    fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let name = format!("step-{:08}.json", trainer.info().training_steps);
+    let path = dir.join(&name);
+    trainer.save(&path, model_version)?;
+    let latest = dir.join("latest");
+    let tmp = dir.join("latest.tmp");
+    fs::write(&tmp, &name).and_then(|()| File::open(&tmp)?.sync_all()).map_err(io(&tmp))?;
+    fs::rename(&tmp, &latest).map_err(io(&latest))?;
+    Ok(path)
+}
+
+/// Trains until `stop` is set or `max_steps` is reached; `on_step` sees every step's report.
+/// Returns the last report.
+pub fn train(
+    config: &TrainerConfig,
+    publisher: &mut dyn Publisher,
+    stop: &AtomicBool,
+    mut on_step: impl FnMut(&StepReport),
+) -> Result<Option<StepReport>, RunError> {
+    fs::create_dir_all(&config.run).map_err(io(&config.run))?;
+    let mut trainer = match latest_checkpoint(&config.run) {
+        Some(path) => Trainer::resume(&path, config.device, Some(&config.model))?,
+        None => {
+            tch::manual_seed(config.seed as i64);
+            Trainer::new(Network::new(&config.model, config.device), config.optimizer)
+        }
+    };
+    let mut model_version = latest_checkpoint(&config.run)
+        .and_then(|p| xqz_net::checkpoint::read_meta(&p).ok())
+        .map_or(0, |m| m.info.model_version);
+    let metrics_path = config.run.join("metrics.csv");
+    let new_file = !metrics_path.exists();
+    let mut metrics = OpenOptions::new().create(true).append(true).open(&metrics_path).map_err(io(&metrics_path))?;
+    if new_file {
+        writeln!(metrics, "{METRICS_HEADER}").map_err(io(&metrics_path))?;
+    }
+    let replay = ReplayConfig {
+        window: config.window,
+        batch_size: config.batch_size,
+        seed: config.seed,
+        drop_last: true,
+        ..ReplayConfig::default()
+    };
+    let mut window = ReplayWindow::open(&config.data, replay)?;
+    let mut last = None;
+    let mut round = trainer.info().training_steps;
+    let mut clock = (Instant::now(), trainer.info().samples_seen);
+    let done = |trainer: &Trainer| config.max_steps.is_some_and(|m| trainer.info().training_steps >= m);
+    while !stop.load(Ordering::Relaxed) && !done(&trainer) {
+        window.refresh()?;
+        let allowed = (config.samples_per_new_sample * window.total_samples() as f64) as u64;
+        let budget = allowed.saturating_sub(trainer.info().samples_seen) / config.batch_size as u64;
+        if window.len() < config.min_samples.max(config.batch_size) || budget == 0 {
+            std::thread::sleep(config.poll);
+            continue;
+        }
+        // A fresh permutation after every refresh, so new data joins at once.
+        round += 1;
+        for batch in window.epoch(round).take(budget.min(64) as usize) {
+            if stop.load(Ordering::Relaxed) || done(&trainer) {
+                break;
+            }
+            let step = trainer.info().training_steps;
+            let lr = learning_rate(&config.lr_schedule, step, config.optimizer.learning_rate);
+            trainer.set_learning_rate(lr);
+            let losses = trainer.step(&TrainingData::from_replay(&batch)?.batch())?;
+            let info = trainer.info();
+            let step = info.training_steps;
+            if step % config.publish_every.max(1) == 0 || step % config.checkpoint_every.max(1) == 0 {
+                let path = save_checkpoint(&trainer, &config.run, model_version)?;
+                if step % config.publish_every.max(1) == 0 {
+                    model_version = publisher
+                        .publish(&path)
+                        .map_err(|message| RunError::Publish { path: path.clone(), message })?;
+                    // The checkpoint names the version it was published as.
+                    save_checkpoint(&trainer, &config.run, model_version)?;
+                }
+            }
+            let secs = clock.0.elapsed().as_secs_f64().max(1e-9);
+            let report = StepReport {
+                step,
+                samples_seen: info.samples_seen,
+                dataset_samples: window.total_samples(),
+                window: window.len(),
+                policy_loss: losses.policy,
+                value_loss: losses.value,
+                learning_rate: lr,
+                samples_per_second: (info.samples_seen - clock.1) as f64 / secs,
+                model_version,
+            };
+            clock = (Instant::now(), info.samples_seen);
+            writeln!(
+                metrics,
+                "{},{},{},{},{:.6},{:.6},{},{:.1},{}",
+                report.step,
+                report.samples_seen,
+                report.dataset_samples,
+                report.window,
+                report.policy_loss,
+                report.value_loss,
+                report.learning_rate,
+                report.samples_per_second,
+                report.model_version
+            )
+            .map_err(io(&metrics_path))?;
+            on_step(&report);
+            last = Some(report);
+        }
+    }
+    if last.is_some() {
+        save_checkpoint(&trainer, &config.run, model_version)?;
+    }
+    metrics.flush().map_err(io(&metrics_path))?;
+    Ok(last)
+}

@@ -1,0 +1,132 @@
+//! The training loop: checkpoints, publishing, resuming, the samples-per-new-sample guard, and
+//! determinism from a seed.
+
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use xqz_dataset::synthetic::{SyntheticConfig, random_game};
+use xqz_dataset::{DatasetWriter, GrowingWindow, WindowSize, WriterConfig};
+use xqz_net::{Device, ModelConfig, TrainConfig};
+use xqz_trainer::{Publisher, TrainerConfig, latest_checkpoint, train};
+
+fn dataset(dir: &Path, games: u128) -> u64 {
+    let (mut writer, _) = DatasetWriter::open(dir, WriterConfig::default()).unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut samples = 0;
+    for id in 0..games {
+        let (game, rows) = random_game(&mut rng, id, &SyntheticConfig { max_plies: 60, ..SyntheticConfig::default() });
+        samples += rows.len() as u64;
+        writer.append(game, rows).unwrap();
+    }
+    writer.finish().unwrap();
+    samples
+}
+
+fn config(data: &Path, run: &Path, max_steps: u64) -> TrainerConfig {
+    TrainerConfig {
+        data: data.to_path_buf(),
+        run: run.to_path_buf(),
+        model: ModelConfig::builtin("tiny").unwrap(),
+        device: Device::Cpu,
+        optimizer: TrainConfig::default(),
+        lr_schedule: vec![(0, 0.02), (6, 0.01)],
+        batch_size: 32,
+        window: WindowSize::Growing(GrowingWindow::default()),
+        samples_per_new_sample: 100.0,
+        min_samples: 64,
+        checkpoint_every: 4,
+        publish_every: 8,
+        max_steps: Some(max_steps),
+        poll: Duration::from_millis(50),
+        seed: 5,
+    }
+}
+
+/// Counts publications and hands out versions 1, 2, ...
+#[derive(Default)]
+struct Counting(Vec<std::path::PathBuf>);
+
+impl Publisher for Counting {
+    fn publish(&mut self, path: &Path) -> Result<u64, String> {
+        assert!(path.exists());
+        self.0.push(path.to_path_buf());
+        Ok(self.0.len() as u64)
+    }
+}
+
+fn metrics_rows(run: &Path) -> Vec<String> {
+    std::fs::read_to_string(run.join("metrics.csv")).unwrap().lines().skip(1).map(str::to_string).collect()
+}
+
+#[test]
+fn trains_checkpoints_publishes_and_resumes() {
+    let (data, run) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    dataset(data.path(), 20);
+    let mut publisher = Counting::default();
+    let last =
+        train(&config(data.path(), run.path(), 12), &mut publisher, &AtomicBool::new(false), |_| {}).unwrap().unwrap();
+    assert_eq!(last.step, 12);
+    assert_eq!(last.learning_rate, 0.01);
+    assert_eq!((publisher.0.len(), last.model_version), (1, 1));
+    assert_eq!(metrics_rows(run.path()).len(), 12);
+    let latest = latest_checkpoint(run.path()).unwrap();
+    let meta = xqz_net::checkpoint::read_meta(&latest).unwrap();
+    assert_eq!((meta.info.training_steps, meta.info.model_version, meta.info.samples_seen), (12, 1, 12 * 32));
+
+    // Again in the same folder: resumes at step 12.
+    let last =
+        train(&config(data.path(), run.path(), 18), &mut publisher, &AtomicBool::new(false), |_| {}).unwrap().unwrap();
+    assert_eq!(last.step, 18);
+    assert_eq!(publisher.0.len(), 2, "published again at step 16");
+    let steps: Vec<u64> =
+        metrics_rows(run.path()).iter().map(|r| r.split(',').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(steps, (1..=18).collect::<Vec<_>>());
+}
+
+#[test]
+fn waits_when_ahead_of_self_play() {
+    let (data, run) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let samples = dataset(data.path(), 10);
+    // One training sample per two self-play samples: the budget is samples / 2 / 32 steps.
+    let config =
+        TrainerConfig { samples_per_new_sample: 0.5, max_steps: Some(10_000), ..config(data.path(), run.path(), 0) };
+    let stop = AtomicBool::new(false);
+    // Stop once no step has come for 3 s: the trainer is waiting for data that never comes.
+    let last_step = std::sync::Mutex::new(std::time::Instant::now());
+    let last = std::thread::scope(|s| {
+        s.spawn(|| {
+            while last_step.lock().unwrap().elapsed() < Duration::from_secs(3) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        train(&config, &mut Counting::default(), &stop, |_| *last_step.lock().unwrap() = std::time::Instant::now())
+            .unwrap()
+            .unwrap()
+    });
+    assert_eq!(last.step, samples / 2 / 32);
+}
+
+#[test]
+fn the_same_seed_trains_the_same() {
+    let data = tempfile::tempdir().unwrap();
+    dataset(data.path(), 12);
+    let runs: Vec<Vec<String>> = (0..2)
+        .map(|_| {
+            let run = tempfile::tempdir().unwrap();
+            train(&config(data.path(), run.path(), 6), &mut Counting::default(), &AtomicBool::new(false), |_| {})
+                .unwrap();
+            // Losses and everything but the speed column.
+            metrics_rows(run.path())
+                .iter()
+                .map(|r| {
+                    r.split(',').enumerate().filter(|(i, _)| *i != 7).map(|(_, f)| f).collect::<Vec<_>>().join(",")
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(runs[0], runs[1]);
+}

@@ -1,0 +1,268 @@
+//! The upload spool: finished game batches on disk until the coordinator acknowledges them.
+//!
+//! One append-only log, `batches.log`, holds two kinds of record: a batch (an encoded
+//! `SubmitGamesRequest`) and an acknowledgement naming a batch's idempotency key. A record is
+//! `[u32 length][8 bytes of sha256][kind][body]` and is fsynced before [`Spool::push`] or
+//! [`Spool::remove`] returns, so a batch counts as spooled only once it survives a crash. A torn
+//! or corrupt tail (the crash came mid-write) is dropped on opening; every record before it is
+//! whole. The pending batches are the ones without an acknowledgement, in the order written.
+//!
+//! The log is emptied when nothing is pending and rewritten with only the pending batches on
+//! opening, so it does not grow without bound.
+//!
+//! ```
+//! use xqz_proto::v1::SubmitGamesRequest;
+//! use xqz_worker::spool::Spool;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let mut spool = Spool::open(dir.path())?;
+//! spool.push(&SubmitGamesRequest { idempotency_key: "a".into(), ..Default::default() })?;
+//! drop(spool); // a crash
+//! let mut spool = Spool::open(dir.path())?;
+//! assert_eq!(spool.front().map(|b| b.idempotency_key.as_str()), Some("a"));
+//! spool.remove("a")?;
+//! assert!(Spool::open(dir.path())?.is_empty());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::VecDeque;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+use sha2::{Digest, Sha256};
+use xqz_proto::v1::SubmitGamesRequest;
+
+const LOG: &str = "batches.log";
+const HEADER: usize = 4 + 8 + 1;
+const BATCH: u8 = 1;
+const ACK: u8 = 2;
+
+/// Why the spool cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+#[error("spool {path}: {source}")]
+pub struct SpoolError {
+    /// The file.
+    pub path: PathBuf,
+    /// Why.
+    pub source: io::Error,
+}
+
+/// Batches waiting for upload, backed by a log in one folder.
+#[derive(Debug)]
+pub struct Spool {
+    path: PathBuf,
+    file: File,
+    pending: VecDeque<SubmitGamesRequest>,
+    /// Set when a record was cut off or corrupt on opening.
+    torn_tail: bool,
+}
+
+fn checksum(kind: u8, body: &[u8]) -> [u8; 8] {
+    let digest = Sha256::new().chain_update([kind]).chain_update(body).finalize();
+    digest[..8].try_into().expect("8 bytes")
+}
+
+fn encode_record(kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut record = Vec::with_capacity(HEADER + body.len());
+    record.extend_from_slice(&u32::try_from(body.len()).expect("a batch under 4 GiB").to_le_bytes());
+    record.extend_from_slice(&checksum(kind, body));
+    record.push(kind);
+    record.extend_from_slice(body);
+    record
+}
+
+/// The whole records at the start of `bytes` and the length they take.
+fn decode_records(bytes: &[u8]) -> (Vec<(u8, &[u8])>, usize) {
+    let mut records = Vec::new();
+    let mut at = 0;
+    while let Some(header) = bytes.get(at..at + HEADER) {
+        let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+        let kind = header[12];
+        let Some(body) = bytes.get(at + HEADER..at + HEADER + len) else { break };
+        if header[4..12] != checksum(kind, body) || !matches!(kind, BATCH | ACK) {
+            break;
+        }
+        records.push((kind, body));
+        at += HEADER + len;
+    }
+    (records, at)
+}
+
+impl Spool {
+    /// Opens (or creates) the spool in `dir`, dropping a torn last record and compacting the log
+    /// to the pending batches.
+    pub fn open(dir: &Path) -> Result<Spool, SpoolError> {
+        let path = dir.join(LOG);
+        let err = |source| SpoolError { path: path.clone(), source };
+        fs::create_dir_all(dir).map_err(err)?;
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(err(e)),
+        };
+        let (records, whole) = decode_records(&bytes);
+        let mut pending = VecDeque::new();
+        for (kind, body) in records {
+            if kind == ACK {
+                let key = String::from_utf8_lossy(body);
+                pending.retain(|b: &SubmitGamesRequest| b.idempotency_key != key);
+            } else {
+                let batch =
+                    SubmitGamesRequest::decode(body).map_err(|e| err(io::Error::new(io::ErrorKind::InvalidData, e)))?;
+                pending.push_back(batch);
+            }
+        }
+        // Written to a new file and renamed over the log, so a crash leaves one or the other whole.
+        let tmp = dir.join(format!("{LOG}.tmp"));
+        let mut compacted = File::create(&tmp).map_err(err)?;
+        for batch in &pending {
+            compacted.write_all(&encode_record(BATCH, &batch.encode_to_vec())).map_err(err)?;
+        }
+        compacted.sync_all().map_err(err)?;
+        fs::rename(&tmp, &path).map_err(err)?;
+        sync_dir(dir).map_err(err)?;
+        let file = OpenOptions::new().append(true).open(&path).map_err(err)?;
+        Ok(Spool { path, file, pending, torn_tail: whole < bytes.len() })
+    }
+
+    /// Whether opening found (and dropped) a torn or corrupt last record.
+    pub fn had_torn_tail(&self) -> bool {
+        self.torn_tail
+    }
+
+    /// Batches waiting.
+    pub fn len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether no batch is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+
+    /// The oldest batch waiting.
+    pub fn front(&self) -> Option<&SubmitGamesRequest> {
+        self.pending.front()
+    }
+
+    /// Appends a batch; it is on disk when this returns.
+    pub fn push(&mut self, batch: &SubmitGamesRequest) -> Result<(), SpoolError> {
+        self.append(BATCH, &batch.encode_to_vec())?;
+        self.pending.push_back(batch.clone());
+        Ok(())
+    }
+
+    /// Forgets the batch with this idempotency key (acknowledged or set aside).
+    pub fn remove(&mut self, key: &str) -> Result<(), SpoolError> {
+        self.pending.retain(|b| b.idempotency_key != key);
+        if self.pending.is_empty() {
+            // Nothing pending: the whole log is history. Truncation leaves either the old log
+            // (all acknowledged but the last, re-sent harmlessly under its key) or an empty one.
+            self.file.set_len(0).and_then(|()| self.file.sync_all()).map_err(|source| self.error(source))
+        } else {
+            self.append(ACK, key.as_bytes())
+        }
+    }
+
+    fn append(&mut self, kind: u8, body: &[u8]) -> Result<(), SpoolError> {
+        let record = encode_record(kind, body);
+        self.file.write_all(&record).and_then(|()| self.file.sync_data()).map_err(|source| self.error(source))
+    }
+
+    fn error(&self, source: io::Error) -> SpoolError {
+        SpoolError { path: self.path.clone(), source }
+    }
+}
+
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xqz_proto::v1::GameSubmission;
+
+    fn batch(key: &str, games: usize) -> SubmitGamesRequest {
+        SubmitGamesRequest {
+            idempotency_key: key.into(),
+            worker_id: "w".into(),
+            games: vec![GameSubmission { moves: vec![1, 2, 3], ..Default::default() }; games],
+        }
+    }
+
+    fn keys(spool: &Spool) -> Vec<String> {
+        spool.pending.iter().map(|b| b.idempotency_key.clone()).collect()
+    }
+
+    #[test]
+    fn batches_survive_a_reopen_in_order_until_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = Spool::open(dir.path()).unwrap();
+        for key in ["a", "b", "c"] {
+            spool.push(&batch(key, 2)).unwrap();
+        }
+        drop(spool);
+        let mut spool = Spool::open(dir.path()).unwrap();
+        assert_eq!(keys(&spool), ["a", "b", "c"]);
+        assert_eq!(spool.front(), Some(&batch("a", 2)));
+        spool.remove("a").unwrap();
+        spool.push(&batch("d", 1)).unwrap();
+        drop(spool);
+        let mut spool = Spool::open(dir.path()).unwrap();
+        assert_eq!(keys(&spool), ["b", "c", "d"]);
+        assert!(!spool.had_torn_tail());
+        for key in ["c", "b", "d"] {
+            spool.remove(key).unwrap();
+        }
+        assert!(spool.is_empty());
+        assert_eq!(fs::metadata(dir.path().join(LOG)).unwrap().len(), 0);
+        assert!(Spool::open(dir.path()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_torn_last_record_is_dropped_and_appending_continues() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = Spool::open(dir.path()).unwrap();
+        spool.push(&batch("a", 1)).unwrap();
+        spool.push(&batch("b", 3)).unwrap();
+        drop(spool);
+        let path = dir.path().join(LOG);
+        let len = fs::metadata(&path).unwrap().len();
+        // A crash in the middle of writing "b".
+        OpenOptions::new().write(true).open(&path).unwrap().set_len(len - 5).unwrap();
+        let mut spool = Spool::open(dir.path()).unwrap();
+        assert!(spool.had_torn_tail());
+        assert_eq!(keys(&spool), ["a"]);
+        spool.push(&batch("c", 1)).unwrap();
+        drop(spool);
+        let spool = Spool::open(dir.path()).unwrap();
+        assert!(!spool.had_torn_tail());
+        assert_eq!(keys(&spool), ["a", "c"]);
+    }
+
+    #[test]
+    fn a_corrupt_last_record_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = Spool::open(dir.path()).unwrap();
+        spool.push(&batch("a", 1)).unwrap();
+        spool.push(&batch("b", 1)).unwrap();
+        drop(spool);
+        let path = dir.path().join(LOG);
+        let mut bytes = fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        fs::write(&path, bytes).unwrap();
+        let spool = Spool::open(dir.path()).unwrap();
+        assert!(spool.had_torn_tail());
+        assert_eq!(keys(&spool), ["a"]);
+    }
+}

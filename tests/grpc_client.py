@@ -1,0 +1,87 @@
+"""An independent gRPC client (grpcio, stubs generated here) against a running coordinator.
+
+Usage: grpc_client.py ADDR TOKEN. The coordinator must run with --max-plies 2 and that token.
+Checks that an illegal move is INVALID_ARGUMENT and stores nothing, that a wrong token is
+UNAUTHENTICATED, and that a valid two-move game (a max_length draw) is accepted and counted.
+"""
+
+import importlib
+import os
+import sys
+import tempfile
+
+import grpc
+from grpc_tools import protoc
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROTO_ROOT = os.path.join(ROOT, "proto")
+
+
+def load_stubs(out):
+    include = os.path.join(os.path.dirname(protoc.__file__), "_proto")
+    rc = protoc.main([
+        "grpc_tools.protoc", f"-I{PROTO_ROOT}", f"-I{include}", f"--python_out={out}",
+        f"--grpc_python_out={out}", os.path.join(PROTO_ROOT, "xqz/v1/coordinator.proto"),
+    ])
+    assert rc == 0, f"protoc failed: {rc}"
+    sys.path.insert(0, out)
+    return (importlib.import_module("xqz.v1.coordinator_pb2"), importlib.import_module("xqz.v1.coordinator_pb2_grpc"))
+
+
+def move_code(text):
+    """`h2e2` -> from | to << 7, a square being rank * 9 + file."""
+    def square(s):
+        return int(s[1]) * 9 + (ord(s[0]) - ord("a"))
+    return square(text[:2]) | square(text[2:]) << 7
+
+
+def game(pb, game_id, moves, others):
+    plies = [
+        pb.PlySearch(policy_moves=[move_code(m), move_code(o)], policy_probs=[0.625, 0.375],
+                     root_wdl=[0.25, 0.5, 0.25], full_search=True)
+        for m, o in zip(moves, others)
+    ]
+    return pb.GameSubmission(
+        game_id=game_id, start_fen="rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1",
+        moves=[move_code(m) for m in moves], result="draw", reason="max_length", model_version=0, seed=1,
+        plies=plies)
+
+
+def main():
+    addr, token = sys.argv[1], sys.argv[2]
+    with tempfile.TemporaryDirectory() as out:
+        pb, rpc = load_stubs(out)
+        auth = [("authorization", f"Bearer {token}")]
+        with grpc.insecure_channel(addr) as channel:
+            stub = rpc.CoordinatorStub(channel)
+            before = stub.GetStats(pb.GetStatsRequest(), metadata=auth, timeout=10)
+
+            try:
+                stub.GetStats(pb.GetStatsRequest(), metadata=[("authorization", "Bearer nope")], timeout=10)
+                raise AssertionError("a wrong token was accepted")
+            except grpc.RpcError as err:
+                assert err.code() == grpc.StatusCode.UNAUTHENTICATED, err
+
+            good = game(pb, bytes(range(16)), ["h2e2", "h9g7"], ["b2e2", "b9c7"])
+            bad = game(pb, bytes(range(1, 17)), ["h2e2", "h2e2"], ["b2e2", "b9c7"])  # Red moves twice
+            request = pb.SubmitGamesRequest(idempotency_key="py-bad", worker_id="py", games=[good, bad])
+            try:
+                stub.SubmitGames(request, metadata=auth, timeout=10)
+                raise AssertionError("an illegal move was accepted")
+            except grpc.RpcError as err:
+                assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err
+                assert "illegal move" in err.details() and "game #1" in err.details(), err.details()
+            stats = stub.GetStats(pb.GetStatsRequest(), metadata=auth, timeout=10)
+            assert stats.games == before.games, (stats.games, before.games)
+            assert stats.rejected_batches == before.rejected_batches + 1, stats
+
+            request = pb.SubmitGamesRequest(idempotency_key="py-good", worker_id="py", games=[good])
+            answer = stub.SubmitGames(request, metadata=auth, timeout=10)
+            assert (answer.accepted, answer.duplicates, answer.replayed_batch) == (1, 0, False), answer
+            stats = stub.GetStats(pb.GetStatsRequest(), metadata=auth, timeout=10)
+            assert stats.games == before.games + 1 and stats.samples == before.samples + 2, stats
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
