@@ -4,7 +4,10 @@ mod bench;
 mod bench_ingest;
 mod coordinator;
 mod data;
+mod pipeline;
+mod plot;
 mod selfplay;
+mod strength;
 mod train;
 mod worker;
 
@@ -66,6 +69,8 @@ enum Command {
     Selfplay(selfplay::SelfPlayArgs),
     /// Play self-play games for a coordinator: download its models, upload the games.
     Worker(worker::WorkerArgs),
+    /// The whole pipeline on this machine: coordinator, workers and trainer on 127.0.0.1.
+    Run(pipeline::RunArgs),
     /// Train on the coordinator's dataset as it grows and publish new models to it.
     Train(train::TrainArgs),
     /// Benchmarks that print numbers (the network; more in `cargo bench` and `scripts/bench*`).
@@ -103,6 +108,7 @@ fn run(command: Command) -> Result<()> {
         Command::Coordinator(args) => coordinator::run(&args),
         Command::Worker(args) => worker::run(args),
         Command::Train(args) => train::run(&args),
+        Command::Run(args) => pipeline::run(&args),
     }
 }
 

@@ -1,6 +1,7 @@
 //! `xqz train`: trains on the coordinator's dataset as it grows and publishes new models.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
@@ -110,7 +111,12 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         args.token.clone(),
         &format!("trainer-{}", std::process::id()),
     )?);
-    let last = train(&config, publisher.as_mut(), &AtomicBool::new(false), |r| {
+    // SIGINT/SIGTERM end the loop after the current step, with a checkpoint.
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))?;
+    }
+    let last = train(&config, publisher.as_mut(), &stop, |r| {
         if r.step % args.log_every.max(1) == 0 {
             println!(
                 "step {} samples {} policy {:.4} value {:.4} lr {} {:.0} samples/s window {} of {} model v{}",

@@ -1,0 +1,47 @@
+//! `xqz run`, the main job, for a bounded time with the tiny net: the loop closes — models are
+//! published, workers play with them, checkpoints load, the losses are plotted.
+
+use std::collections::BTreeSet;
+use std::process::Command;
+
+#[test]
+fn the_local_pipeline_publishes_models_that_workers_play() {
+    let runs = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["run", "--name", "e2e", "--model", "tiny", "--device", "cpu", "--minutes", "1.2"])
+        .args(["--playouts", "16", "--cheap-playouts", "8", "--max-plies", "40", "--games-per-thread", "8"])
+        .args(["--batch-size", "64", "--min-samples", "256", "--publish-every", "10"])
+        .args(["--match-games", "2", "--match-playouts", "8", "--runs"])
+        .arg(runs.path())
+        .output()
+        .unwrap();
+    let dir = runs.path().join("e2e");
+    let log = |name: &str| std::fs::read_to_string(dir.join("logs").join(name)).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{}\n--- coordinator\n{}\n--- worker\n{}\n--- trainer\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        log("coordinator.log"),
+        log("worker-0.log"),
+        log("trainer.log")
+    );
+
+    let models: Vec<_> = std::fs::read_dir(dir.join("coordinator/models"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json") && n.starts_with('v'))
+        .collect();
+    assert!(models.len() >= 2, "published models: {models:?}");
+
+    let games = xqz_dataset::Dataset::open(dir.join("coordinator/dataset")).unwrap().games().unwrap();
+    let versions: BTreeSet<u64> = games.iter().map(|g| g.model_version).collect();
+    assert!(versions.contains(&0) && versions.iter().any(|&v| v >= 1), "versions in the games table: {versions:?}");
+
+    let latest = xqz_trainer::latest_checkpoint(&dir.join("trainer")).expect("a checkpoint");
+    let (_, meta) = xqz_net::checkpoint::load(&latest, xqz_net::Device::Cpu, None).unwrap();
+    assert!(meta.info.training_steps >= 20 && meta.info.model_version >= 2, "{:?}", meta.info);
+    assert!(dir.join("losses.svg").exists());
+    let strength = std::fs::read_to_string(dir.join("strength.csv")).expect("strength matches were played");
+    assert!(strength.lines().nth(1).is_some_and(|l| l.starts_with("1,0,")), "{strength}");
+    assert!(dir.join("strength.svg").exists());
+}
