@@ -6,20 +6,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// `$XQZ_PYTHON` (set by `scripts/test`), else the repository's `.venv/bin/python`.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("XQZ_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(
-        venv.exists(),
-        "no Python for the grpcio test: set XQZ_PYTHON or run scripts/python-env to create {} \
-         (scripts/test does both)",
-        venv.display()
-    );
-    venv
-}
+#[path = "../../../tests/support/python.rs"]
+mod support;
 
 /// Kills the child if the test fails before stopping it.
 struct Guard(Child);
@@ -46,7 +34,7 @@ fn python_grpcio_client_is_served() {
     let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}"));
 
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/grpc_client.py");
-    let out = Command::new(python()).arg(&script).args([addr, "py-token"]).output().unwrap();
+    let out = Command::new(support::python("grpcio")).arg(&script).args([addr, "py-token"]).output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "grpc_client.py failed:\n{text}");
     assert!(text.contains("ok"), "{text}");

@@ -3,27 +3,14 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use xqz_dataset::{Compression, Dataset, export};
 
 use common::*;
 
-/// `$XQZ_PYTHON` (set by `scripts/test`), else the repository's `.venv/bin/python`.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("XQZ_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.venv/bin/python");
-    assert!(
-        venv.exists(),
-        "no Python for the pyarrow test: set XQZ_PYTHON or run scripts/python-env to create {} \
-         (scripts/test does both)",
-        venv.display()
-    );
-    venv
-}
+#[path = "../../../tests/support/python.rs"]
+mod support;
 
 const CHECK: &str = r#"
 import json, sys
@@ -84,7 +71,7 @@ print("ok", len(manifest["shards"]), games, samples)
 
 #[test]
 fn pyarrow_reads_our_shards_and_parquet_export() {
-    let python = python();
+    let python = support::python("pyarrow");
     let games = games(30, 0, 8, &short());
     let dir = tempfile::tempdir().unwrap();
     write_all(dir.path(), small_shards(100, Compression::Zstd), &games[..5]);
