@@ -122,7 +122,7 @@ fn games_survive_a_model_switch_and_a_coordinator_crash() {
     let dataset = xqz_dataset::Dataset::open(data.path().join("dataset")).unwrap();
     let mut stored: HashMap<String, usize> = HashMap::new();
     for game in dataset.games().unwrap() {
-        *stored.entry(format!("{:032x}", game.game_id.to_u128())).or_default() += 1;
+        *stored.entry(game.game_id.to_string()).or_default() += 1;
     }
     let reported: Vec<(String, u64)> = finished.iter().flat_map(|f| f.lock().unwrap().clone()).collect();
     assert_eq!(reported.len(), 80, "each worker reports its 40 games");

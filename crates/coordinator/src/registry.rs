@@ -13,7 +13,6 @@ use tokio::sync::broadcast;
 use xqz_proto::v1::ModelAnnouncement;
 
 use crate::error::{CoordinatorError, IoAt};
-use crate::validate::hex;
 
 const REGISTRY_FILE: &str = "registry.json";
 
@@ -157,7 +156,7 @@ impl Registry {
         if weights.len() as u64 != want_bytes {
             return Err(invalid(format!("received {} bytes of weights, metadata says {want_bytes}", weights.len())));
         }
-        let sha = hex(&Sha256::digest(weights));
+        let sha = format!("{:x}", Sha256::digest(weights));
         if sha != want_sha {
             return Err(invalid(format!("weights sha256 is {sha}, metadata says {want_sha}")));
         }

@@ -2,7 +2,7 @@
 //! precisely what is wrong with it.
 
 use xiangqi::game::{Game, GameConfig, Outcome};
-use xiangqi::{Color, Move, Position};
+use xiangqi::{Move, Position};
 use xqz_dataset::{GameId, GameRecord, GameResult, PlySearch, PolicyEntry, SampleRecord};
 use xqz_proto::v1::GameSubmission;
 
@@ -11,22 +11,12 @@ use crate::Settings;
 /// How far a policy's probabilities may sum from 1 (they are f32 visit fractions).
 const POLICY_SUM_TOLERANCE: f64 = 1e-3;
 
-/// Lowercase hex of `bytes`.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn decode_move(code: u32) -> Option<Move> {
     u16::try_from(code).ok().and_then(Move::from_u16)
 }
 
 fn result_of(outcome: Outcome) -> Option<(GameResult, &'static str)> {
-    match outcome {
-        Outcome::Ongoing => None,
-        Outcome::Win { winner: Color::Red, verdict } => Some((GameResult::RedWin, verdict.reason.name())),
-        Outcome::Win { winner: Color::Black, verdict } => Some((GameResult::BlackWin, verdict.reason.name())),
-        Outcome::Draw { verdict } => Some((GameResult::Draw, verdict.reason.name())),
-    }
+    Some((GameResult::from_outcome(outcome)?, outcome.verdict()?.reason.name()))
 }
 
 /// Checks one search's policy (against the legal moves `game` has now) and its root WDL.
@@ -82,7 +72,7 @@ pub(crate) fn validate_game(
         .as_slice()
         .try_into()
         .map_err(|_| format!("game #{index}: game id has {} bytes, expected 16", sub.game_id.len()))?;
-    let name = format!("game #{index} ({})", hex(&id));
+    let name = format!("game #{index} ({})", GameId(id));
     let fail = |msg: String| format!("{name}: {msg}");
     if sub.model_version > latest_model {
         return Err(fail(format!("unknown model version {} (latest published: {latest_model})", sub.model_version)));

@@ -115,6 +115,16 @@ impl GameResult {
         GameResult::ALL.into_iter().find(|r| r.name() == name)
     }
 
+    /// The result of a finished game (`None` while it goes on).
+    pub fn from_outcome(outcome: Outcome) -> Option<GameResult> {
+        match outcome {
+            Outcome::Ongoing => None,
+            Outcome::Win { winner: Color::Red, .. } => Some(GameResult::RedWin),
+            Outcome::Win { winner: Color::Black, .. } => Some(GameResult::BlackWin),
+            Outcome::Draw { .. } => Some(GameResult::Draw),
+        }
+    }
+
     /// The winner, if any.
     pub const fn winner(self) -> Option<Color> {
         match self {
@@ -185,13 +195,8 @@ impl GameRecord {
     /// Fails with [`DatasetError::InvalidRecord`] if the game is still going on.
     pub fn from_game(game: &Game, game_id: GameId) -> Result<GameRecord> {
         let outcome = game.outcome();
-        let (result, verdict) = match outcome {
-            Outcome::Ongoing => {
-                return Err(DatasetError::InvalidRecord(format!("game {game_id} is not finished")));
-            }
-            Outcome::Win { winner: Color::Red, verdict } => (GameResult::RedWin, verdict),
-            Outcome::Win { winner: Color::Black, verdict } => (GameResult::BlackWin, verdict),
-            Outcome::Draw { verdict } => (GameResult::Draw, verdict),
+        let (Some(result), Some(verdict)) = (GameResult::from_outcome(outcome), outcome.verdict()) else {
+            return Err(DatasetError::InvalidRecord(format!("game {game_id} is not finished")));
         };
         Ok(GameRecord {
             game_id,

@@ -18,9 +18,6 @@ pub(crate) fn collect_leaves(tree: &mut Tree, config: &SearchConfig, target: u32
             Selection::Terminal => {}
             Selection::Collision => break,
         }
-        if !tree.root_expanded() {
-            break;
-        }
     }
 }
 

@@ -157,7 +157,7 @@ impl SelfPlayGame {
 pub struct SelfPlayStats {
     /// Games finished.
     pub games: u64,
-    /// Moves played.
+    /// Moves of the finished games.
     pub moves: u64,
     /// Positions evaluated.
     pub evaluations: u64,
@@ -344,12 +344,9 @@ fn play_games<E: Evaluator + ?Sized>(
         }
         let mut i = 0;
         while i < slots.len() {
-            let before = slots[i].plies.len();
-            let finished = slots[i].advance(config);
-            stats.moves += (slots[i].plies.len().max(before) - before) as u64;
-            match finished {
+            match slots[i].advance(config) {
                 Some(game) => {
-                    stats.moves += (game.plies.len().max(before) - before) as u64;
+                    stats.moves += game.plies.len() as u64;
                     stats.games += 1;
                     on_game(game);
                     slots.swap_remove(i);

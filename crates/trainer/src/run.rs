@@ -162,9 +162,7 @@ pub fn train(
             Trainer::new(Network::new(&config.model, config.device), config.optimizer)
         }
     };
-    let mut model_version = latest_checkpoint(&config.run)
-        .and_then(|p| xqz_net::checkpoint::read_meta(&p).ok())
-        .map_or(0, |m| m.info.model_version);
+    let mut model_version = trainer.info().model_version;
     let metrics_path = config.run.join("metrics.csv");
     let new_file = !metrics_path.exists();
     let mut metrics = OpenOptions::new().create(true).append(true).open(&metrics_path).map_err(io(&metrics_path))?;

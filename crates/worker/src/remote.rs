@@ -400,7 +400,13 @@ async fn batch_games(
                 .games
                 .iter()
                 .map(|g| {
-                    format!("{} v{}", g.game_id.iter().map(|b| format!("{b:02x}")).collect::<String>(), g.model_version)
+                    let id = g
+                        .game_id
+                        .as_slice()
+                        .try_into()
+                        .map(xqz_dataset::GameId)
+                        .expect("encode_game writes 16-byte ids");
+                    format!("{id} v{}", g.model_version)
                 })
                 .collect();
             with_spool(&spool, move |s| s.push(&batch)).await?;
