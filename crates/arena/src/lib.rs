@@ -21,19 +21,22 @@
 //! # Ok::<(), xqz_mcts::EvalError>(())
 //! ```
 
+pub mod player;
+pub mod stats;
+pub mod tournament;
+pub mod uci;
+
 use std::fmt;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use xiangqi::Color;
-use xiangqi::game::{Game, GameConfig, Outcome};
-use xqz_mcts::{EvalError, Evaluator, SearchConfig, Tree, game_seed, search};
+use xiangqi::game::{GameConfig, Outcome};
+use xqz_mcts::{EvalError, Evaluator, SearchConfig};
+
+use crate::player::{SearchPlayer, play_game};
+use crate::tournament::Openings;
 
 /// The Elo difference reported for a score of 0% or 100% (which imply an infinite one).
 const ELO_LIMIT: f64 = 800.0;
-
-/// Random openings drawn for one pair before giving up on finding one that leaves the game going.
-const OPENING_DRAWS: u32 = 1000;
 
 /// How a match is played.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,14 +82,7 @@ pub struct MatchResult {
 
 /// The Elo difference for an expected score, clamped to [`ELO_LIMIT`].
 fn elo_from_score(score: f64) -> f64 {
-    if score <= 0.0 {
-        return -ELO_LIMIT;
-    }
-    if score >= 1.0 {
-        return ELO_LIMIT;
-    }
-    // Written as log(s / (1 - s)) so that an even score gives +0, not -0.
-    (400.0 * (score / (1.0 - score)).log10()).clamp(-ELO_LIMIT, ELO_LIMIT)
+    stats::elo_from_score(score).clamp(-ELO_LIMIT, ELO_LIMIT)
 }
 
 impl MatchResult {
@@ -126,7 +122,7 @@ impl MatchResult {
     }
 
     /// Counts one finished game, `first` being the first player's colour in it.
-    fn record(&mut self, outcome: Outcome, first: Color) {
+    pub(crate) fn record(&mut self, outcome: Outcome, first: Color) {
         match outcome.winner() {
             None => self.draws += 1,
             Some(winner) if winner == first => self.wins += 1,
@@ -172,53 +168,24 @@ pub fn play_match<A: Evaluator + ?Sized, B: Evaluator + ?Sized>(
         "a match has an even number of games (paired openings), not {}",
         config.games
     );
+    let openings = Openings::Random { plies: config.opening_plies, seed: config.seed };
+    let mut a = SearchPlayer::new("a", a, config.playouts, config.search);
+    let mut b = SearchPlayer::new("b", b, config.playouts, config.search);
     let mut result = MatchResult::default();
     for pair in 0..config.games / 2 {
-        let opening = opening(config, pair);
         for first in [Color::Red, Color::Black] {
-            let outcome = play_game(opening.clone(), a, b, first, config)?;
-            result.record(outcome, first);
+            let opening = openings.game(pair, config.game);
+            let (game, forfeit) = if first == Color::Red {
+                play_game(opening, &mut a, &mut b)
+            } else {
+                play_game(opening, &mut b, &mut a)
+            };
+            if let Some(forfeit) = forfeit {
+                // Search players fail only when their evaluator does.
+                return Err(EvalError(forfeit.reason));
+            }
+            result.record(game.outcome(), first);
         }
     }
     Ok(result)
-}
-
-/// The opening of pair `pair`: `config.opening_plies` uniformly random legal moves.
-fn opening(config: &MatchConfig, pair: u32) -> Game {
-    let mut rng = ChaCha8Rng::seed_from_u64(game_seed(config.seed, pair.into()));
-    for _ in 0..OPENING_DRAWS {
-        let mut game = Game::new(config.game);
-        for _ in 0..config.opening_plies {
-            let legal = game.legal_moves();
-            let mv = legal[rng.random_range(0..legal.len())];
-            if game.push_unchecked(mv).is_over() {
-                break;
-            }
-        }
-        if !game.outcome().is_over() {
-            return game;
-        }
-    }
-    panic!("no opening of {} random plies out of {OPENING_DRAWS} left the game going", config.opening_plies);
-}
-
-/// Plays `game` to its end, `a` moving for `first` and `b` for the other side.
-fn play_game<A: Evaluator + ?Sized, B: Evaluator + ?Sized>(
-    mut game: Game,
-    a: &mut A,
-    b: &mut B,
-    first: Color,
-    config: &MatchConfig,
-) -> Result<Outcome, EvalError> {
-    while !game.outcome().is_over() {
-        let mut tree = Tree::new(game.clone());
-        if game.position().turn() == first {
-            search(&mut tree, a, config.playouts, &config.search)?;
-        } else {
-            search(&mut tree, b, config.playouts, &config.search)?;
-        }
-        let mv = tree.root().best_move().expect("an ongoing game has a legal move");
-        game.push_unchecked(mv);
-    }
-    Ok(game.outcome())
 }

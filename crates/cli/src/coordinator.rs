@@ -35,6 +35,9 @@ pub struct CoordinatorArgs {
     /// Playouts of a cheap search, for the workers.
     #[arg(long, default_value_t = 40)]
     cheap_playouts: u32,
+    /// Move temperature after the opening plies, for the workers (0: the most visited move).
+    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().late_temperature)]
+    late_temperature: f32,
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.
@@ -66,6 +69,7 @@ pub fn run(args: &CoordinatorArgs) -> Result<()> {
         max_plies: args.max_plies,
         playouts: args.playouts,
         cheap_playouts: args.cheap_playouts,
+        late_temperature: args.late_temperature,
         ..Settings::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;

@@ -4,11 +4,15 @@ mod bench;
 mod bench_ingest;
 mod coordinator;
 mod data;
+mod eval;
+mod ladder;
 mod pipeline;
 mod plot;
+mod results;
 mod selfplay;
 mod strength;
 mod train;
+mod uci;
 mod worker;
 
 use std::process::ExitCode;
@@ -73,6 +77,13 @@ enum Command {
     Run(pipeline::RunArgs),
     /// Train on the coordinator's dataset as it grows and publish new models to it.
     Train(train::TrainArgs),
+    /// Evaluate checkpoints: matches against each other or external engines, and ladders.
+    Eval {
+        #[command(subcommand)]
+        command: eval::EvalCommand,
+    },
+    /// Play as a UCI engine on stdin/stdout (the Pikafish dialect), with a checkpoint.
+    Uci(uci::UciArgs),
     /// Benchmarks that print numbers (the network; more in `cargo bench` and `scripts/bench*`).
     Bench {
         #[command(subcommand)]
@@ -109,6 +120,8 @@ fn run(command: Command) -> Result<()> {
         Command::Worker(args) => worker::run(args),
         Command::Train(args) => train::run(&args),
         Command::Run(args) => pipeline::run(&args),
+        Command::Uci(args) => uci::run(&args),
+        Command::Eval { command } => eval::run(command),
     }
 }
 

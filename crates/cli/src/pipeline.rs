@@ -45,6 +45,9 @@ pub struct RunArgs {
     /// Playouts of a cheap search.
     #[arg(long, default_value_t = 40)]
     cheap_playouts: u32,
+    /// Move temperature of self-play after the opening plies (0: the most visited move).
+    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().late_temperature)]
+    late_temperature: f32,
     /// Game length cap in plies.
     #[arg(long, default_value_t = 300)]
     max_plies: u32,
@@ -157,6 +160,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             args.playouts.to_string(),
             "--cheap-playouts".into(),
             args.cheap_playouts.to_string(),
+            "--late-temperature".into(),
+            args.late_temperature.to_string(),
         ],
         &logs.join("coordinator.log"),
     )?;

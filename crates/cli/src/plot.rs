@@ -89,3 +89,30 @@ pub fn strength(csv: &Path, out: &Path) -> Result<()> {
     root.present()?;
     Ok(())
 }
+
+/// Writes an SVG of ratings (Elo with one standard error) against training steps.
+pub fn ladder(points: &[(u64, f64, f64)], out: &Path) -> Result<()> {
+    let last = points.iter().map(|p| p.0).max().unwrap_or(1).max(1);
+    let finite = |x: f64| if x.is_finite() { x } else { 0.0 };
+    let lo = points.iter().map(|p| p.1 - finite(p.2)).fold(0.0f64, f64::min);
+    let hi = points.iter().map(|p| p.1 + finite(p.2)).fold(0.0f64, f64::max);
+    let root = SVGBackend::new(out, (900, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("ladder (Bradley-Terry Elo of every checkpoint)", ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0u64..last, (lo - 50.0)..(hi + 50.0))?;
+    chart.configure_mesh().x_desc("training steps").y_desc("Elo").draw()?;
+    let mut sorted = points.to_vec();
+    sorted.sort_by_key(|p| p.0);
+    chart.draw_series(LineSeries::new(sorted.iter().map(|p| (p.0, p.1)), BLUE))?;
+    chart.draw_series(sorted.iter().map(|&(s, e, _)| Circle::new((s, e), 3, BLUE.filled())))?;
+    // One standard error above and below each rating.
+    chart.draw_series(
+        sorted.iter().map(|&(s, e, err)| PathElement::new(vec![(s, e - finite(err)), (s, e + finite(err))], BLUE)),
+    )?;
+    root.present()?;
+    Ok(())
+}

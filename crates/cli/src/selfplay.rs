@@ -41,6 +41,9 @@ pub struct SelfPlayArgs {
     /// Playouts of a cheap search (playout cap randomization).
     #[arg(long, default_value_t = 40)]
     cheap_playouts: u32,
+    /// Move temperature after the opening plies (0: the most visited move).
+    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().late_temperature)]
+    late_temperature: f32,
     /// Fraction of moves with a full search (1 turns playout cap randomization off).
     #[arg(long, default_value_t = 0.25)]
     full_fraction: f64,
@@ -89,6 +92,7 @@ impl SelfPlayArgs {
         SelfPlayConfig {
             playouts: self.playouts,
             cheap_playouts: self.cheap_playouts,
+            late_temperature: self.late_temperature,
             full_search_probability: self.full_fraction,
             threads: self.threads,
             games_per_thread: self.games_per_thread,

@@ -50,6 +50,8 @@ pub struct Settings {
     pub cheap_playouts: u32,
     /// Probability that a move gets a full search.
     pub full_search_probability: f64,
+    /// Move temperature after the opening plies.
+    pub late_temperature: f32,
 }
 
 impl Default for Settings {
@@ -60,6 +62,7 @@ impl Default for Settings {
             playouts: 200,
             cheap_playouts: 40,
             full_search_probability: 0.25,
+            late_temperature: xqz_mcts::SelfPlayConfig::default().late_temperature,
         }
     }
 }

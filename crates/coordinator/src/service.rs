@@ -98,6 +98,7 @@ impl CoordinatorService {
             playouts: s.playouts,
             cheap_playouts: s.cheap_playouts,
             full_search_probability: s.full_search_probability,
+            late_temperature: s.late_temperature,
         }
     }
 

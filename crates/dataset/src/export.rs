@@ -12,8 +12,7 @@ use arrow_schema::Schema;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression as ParquetCompression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-use xiangqi::Color;
-use xiangqi::notation::Chinese;
+use xiangqi::notation::movetext;
 
 use crate::dataset::Dataset;
 use crate::error::{ArrowContext, DatasetError, IoContext, Result};
@@ -141,7 +140,7 @@ pub fn format_unix_ms(ms: i64) -> String {
 /// ```
 pub fn write_game_text(game: &GameRecord, out: &mut dyn Write) -> Result<()> {
     let io = |e: io::Error| DatasetError::Io { path: PathBuf::from("<output>"), source: e };
-    let mut pos = game.start_position()?;
+    let start = game.start_position()?;
     let mut text = String::new();
     let tags = [
         ("Game", game.game_id.to_string()),
@@ -162,31 +161,9 @@ pub fn write_game_text(game: &GameRecord, out: &mut dyn Write) -> Result<()> {
         text.push_str(&format!("[{name} \"{}\"]\n", value.replace('\\', "\\\\").replace('"', "\\\"")));
     }
     text.push('\n');
-    let mut line = String::new();
-    for (ply, &mv) in game.moves.iter().enumerate() {
-        let chinese = Chinese::from_move(&pos, mv)
-            .map_err(|e| DatasetError::InvalidRecord(format!("game {} ply {ply}: {e}", game.game_id)))?;
-        match pos.turn() {
-            Color::Red => {
-                if !line.is_empty() {
-                    text.push_str(line.trim_end());
-                    text.push('\n');
-                }
-                line = format!("{}. {mv} {chinese}  ", pos.fullmoves());
-            }
-            Color::Black => {
-                if line.is_empty() {
-                    line = format!("{}. ...  ", pos.fullmoves());
-                }
-                line.push_str(&format!("{mv} {chinese}"));
-            }
-        }
-        pos.play(mv).map_err(|e| DatasetError::InvalidRecord(format!("game {} ply {ply}: {e}", game.game_id)))?;
-    }
-    if !line.is_empty() {
-        text.push_str(line.trim_end());
-        text.push('\n');
-    }
+    let moves =
+        movetext(&start, &game.moves).map_err(|e| DatasetError::InvalidRecord(format!("game {} {e}", game.game_id)))?;
+    text.push_str(&moves);
     text.push_str(&format!("{} {{{}: {} ({})}}\n\n", game.result.pgn(), game.result, game.reason, game.article));
     out.write_all(text.as_bytes()).map_err(io)
 }

@@ -19,8 +19,8 @@ mod selfplay;
 mod tree;
 
 pub use evaluator::{EvalError, Evaluation, Evaluator, MaterialEvaluator, UniformEvaluator};
-pub use search::search;
+pub use search::{search, search_until};
 pub use selfplay::{
     PlyRecord, ResignConfig, Resignation, SelfPlayConfig, SelfPlayGame, SelfPlayStats, game_seed, replay, self_play,
 };
-pub use tree::{PendingLeaf, RootStats, SearchConfig, Selection, Tree};
+pub use tree::{Line, PendingLeaf, RootStats, SearchConfig, Selection, Tree};

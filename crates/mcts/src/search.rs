@@ -61,8 +61,31 @@ pub fn search<E: Evaluator + ?Sized>(
     playouts: u32,
     config: &SearchConfig,
 ) -> Result<(), EvalError> {
+    search_until(tree, evaluator, playouts, config, |_| false)
+}
+
+/// Runs playouts like [`search`], up to `playouts`, but asks `stop` between evaluator calls
+/// whether to end early (a clock, a `stop` command); the root is always evaluated first, so a
+/// stopped search still has a move to offer.
+///
+/// ```
+/// use xiangqi::game::Game;
+/// use xqz_mcts::{SearchConfig, Tree, UniformEvaluator, search_until};
+///
+/// let mut tree = Tree::new(Game::new(Default::default()));
+/// search_until(&mut tree, &mut UniformEvaluator, 10_000, &SearchConfig::default(), |t| t.playouts() >= 50)?;
+/// assert!((50..60).contains(&tree.root().playouts()));
+/// # Ok::<(), xqz_mcts::EvalError>(())
+/// ```
+pub fn search_until<E: Evaluator + ?Sized>(
+    tree: &mut Tree,
+    evaluator: &mut E,
+    playouts: u32,
+    config: &SearchConfig,
+    mut stop: impl FnMut(&Tree) -> bool,
+) -> Result<(), EvalError> {
     let mut leaves = Vec::new();
-    while !tree.root_expanded() || tree.playouts() < playouts {
+    while !tree.root_expanded() || (tree.playouts() < playouts && !stop(tree)) {
         leaves.clear();
         collect_leaves(tree, config, playouts, &mut leaves);
         if leaves.is_empty() {

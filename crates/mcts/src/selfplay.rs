@@ -54,8 +54,12 @@ pub struct SelfPlayConfig {
     pub dirichlet_fraction: f32,
     /// Moves are drawn in proportion to visits^(1/temperature) for the first `temperature_plies`.
     pub temperature: f32,
-    /// See `temperature`; afterwards the most visited move is played.
+    /// See `temperature`; afterwards `late_temperature` applies.
     pub temperature_plies: u32,
+    /// The temperature after `temperature_plies` (0 plays the most visited move). Above 0 (as
+    /// in KataGo, whose self-play temperature never reaches 0) it keeps a network that rates
+    /// everything a draw from shuffling into repetition draws, which teach it nothing.
+    pub late_temperature: f32,
     /// Resignation; `None` plays every game to its end.
     pub resign: Option<ResignConfig>,
     /// Rules and limits of the games.
@@ -81,6 +85,7 @@ impl Default for SelfPlayConfig {
             dirichlet_fraction: 0.25,
             temperature: 1.0,
             temperature_plies: 20,
+            late_temperature: 1.0,
             resign: Some(ResignConfig::default()),
             game: GameConfig { max_plies: Some(300), ..GameConfig::default() },
             reuse_tree: true,
@@ -253,7 +258,8 @@ impl Slot {
         let root = self.tree.root();
         let ply = self.tree.game().len();
         let side = self.tree.game().position().turn();
-        let temperature = if (ply as u32) < config.temperature_plies { config.temperature } else { 0.0 };
+        let temperature =
+            if (ply as u32) < config.temperature_plies { config.temperature } else { config.late_temperature };
         let mv = root.sample_move(temperature, &mut self.rng).expect("an ongoing game has moves");
         self.plies.push(PlyRecord {
             policy: root.policy(),

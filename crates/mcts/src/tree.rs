@@ -149,6 +149,21 @@ impl RootStats {
     }
 }
 
+/// A root move as the search sees it: its visits, its value and the line it expects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// The root move, then the most visited reply, and so on while the tree goes on.
+    pub moves: Vec<Move>,
+    /// Visits of the root move.
+    pub visits: u32,
+    /// The root move's prior.
+    pub prior: f32,
+    /// Win, draw, loss for the side to move at the root after this move (all 0 if unvisited).
+    pub wdl: [f32; 3],
+    /// Whether the root move ends the game (its value is then exact).
+    pub ends_game: bool,
+}
+
 /// A search tree rooted at a game's current position.
 #[derive(Clone, Debug)]
 pub struct Tree {
@@ -358,6 +373,46 @@ impl Tree {
         let win = ((1.0 + value - draw) / 2.0).clamp(0.0, 1.0);
         let loss = ((1.0 - value - draw) / 2.0).clamp(0.0, 1.0);
         RootStats { children, wdl: [win, draw.clamp(0.0, 1.0), loss] }
+    }
+
+    /// The root's moves, most visited first (ties to the higher prior), each with its principal
+    /// variation: the root's best line first.
+    pub fn lines(&self) -> Vec<Line> {
+        let mut lines: Vec<Line> = self
+            .children(0)
+            .map(|i| {
+                let node = &self.nodes[i];
+                let mut moves = vec![node.mv];
+                let mut at = i;
+                while let Some(next) = self.children(at).filter(|&c| self.nodes[c].visits > 0).max_by(|&a, &b| {
+                    let (a, b) = (&self.nodes[a], &self.nodes[b]);
+                    a.visits.cmp(&b.visits).then(a.prior.total_cmp(&b.prior))
+                }) {
+                    moves.push(self.nodes[next].mv);
+                    at = next;
+                }
+                let wdl = if node.visits == 0 {
+                    [0.0; 3]
+                } else {
+                    let n = node.visits as f32;
+                    let (value, draw) = (node.value_sum / n, node.draw_sum / n);
+                    [
+                        ((1.0 + value - draw) / 2.0).clamp(0.0, 1.0),
+                        draw.clamp(0.0, 1.0),
+                        ((1.0 - value - draw) / 2.0).clamp(0.0, 1.0),
+                    ]
+                };
+                Line {
+                    moves,
+                    visits: node.visits,
+                    prior: node.prior,
+                    wdl,
+                    ends_game: matches!(node.state, State::Terminal { .. }),
+                }
+            })
+            .collect();
+        lines.sort_by(|a, b| b.visits.cmp(&a.visits).then(b.prior.total_cmp(&a.prior)));
+        lines
     }
 
     /// Plays `mv` at the root and keeps its subtree (a fresh root if it was never expanded).

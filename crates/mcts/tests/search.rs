@@ -8,7 +8,7 @@ use xiangqi::game::{Game, GameConfig, Reason};
 use xiangqi::{Move, Position};
 use xqz_mcts::{
     EvalError, Evaluation, Evaluator, MaterialEvaluator, SearchConfig, SelfPlayConfig, Tree, UniformEvaluator, replay,
-    search, self_play,
+    search, search_until, self_play,
 };
 
 fn game(fen: &str, moves: &str) -> Game {
@@ -56,6 +56,48 @@ fn avoids_a_move_that_loses_by_perpetual_check() {
     assert_ne!(root.best_move(), Some(mv("h8h9")));
     let visits = |m: Move| root.children.iter().find(|c| c.0 == m).unwrap().1;
     assert!(visits(mv("h8h9")) <= 2, "the losing check got {} visits", visits(mv("h8h9")));
+}
+
+#[test]
+fn lines_lead_with_the_best_move_and_follow_the_most_visited_replies() {
+    let mut tree = Tree::new(game("3k5/9/9/9/9/9/9/9/R8/4K4 w", ""));
+    search(&mut tree, &mut UniformEvaluator, 300, &SearchConfig::default()).unwrap();
+    let lines = tree.lines();
+    assert_eq!(lines.len(), tree.game().legal_moves().len());
+    assert_eq!(lines[0].moves[0], mv("a1d1"));
+    assert!(lines[0].ends_game, "the mate ends the game at once");
+    assert_eq!(lines[0].wdl, [1.0, 0.0, 0.0]);
+    assert!(lines.windows(2).all(|w| w[0].visits >= w[1].visits));
+    assert_eq!(lines.iter().map(|l| l.visits).sum::<u32>(), tree.root().playouts());
+    // Every principal variation is a legal line.
+    for line in &lines {
+        let mut game = tree.game().clone();
+        for &m in &line.moves {
+            assert!(!game.outcome().is_over());
+            game.push(m).unwrap();
+        }
+    }
+    let mut tree = Tree::new(Game::new(GameConfig::default()));
+    search(&mut tree, &mut MaterialEvaluator, 2000, &SearchConfig::default()).unwrap();
+    assert!(tree.lines()[0].moves.len() >= 3, "the best line goes deeper than one reply");
+}
+
+#[test]
+fn a_search_stops_when_asked_but_not_before_the_root_is_evaluated() {
+    let mut tree = Tree::new(Game::new(GameConfig::default()));
+    search_until(&mut tree, &mut UniformEvaluator, 1000, &SearchConfig::default(), |_| true).unwrap();
+    assert!(tree.root_expanded());
+    assert!(tree.root().playouts() <= 1);
+    let mut tree = Tree::new(Game::new(GameConfig::default()));
+    let mut calls = 0;
+    search_until(&mut tree, &mut UniformEvaluator, 1000, &SearchConfig::default(), |_| {
+        calls += 1;
+        calls > 10
+    })
+    .unwrap();
+    let leaves = SearchConfig::default().leaves_per_batch as u32;
+    assert!(tree.root().playouts() <= 1 + 10 * leaves, "{} playouts", tree.root().playouts());
+    assert!(tree.root().playouts() > 10);
 }
 
 #[test]

@@ -159,7 +159,10 @@ pub fn train(
         Some(path) => Trainer::resume(&path, config.device, Some(&config.model))?,
         None => {
             tch::manual_seed(config.seed as i64);
-            Trainer::new(Network::new(&config.model, config.device), config.optimizer)
+            let trainer = Trainer::new(Network::new(&config.model, config.device), config.optimizer);
+            // Step 0 is kept: the model the run started from, the baseline of its evaluations.
+            save_checkpoint(&trainer, &config.run, 0)?;
+            trainer
         }
     };
     let mut model_version = trainer.info().model_version;

@@ -238,13 +238,18 @@ impl Session {
     pub fn self_play_config(&self) -> Result<SelfPlayConfig, RemoteError> {
         let s = &self.settings;
         let ruleset: Ruleset = s.ruleset.parse().map_err(|e| RemoteError::Settings(format!("{e}")))?;
-        if s.playouts == 0 || s.cheap_playouts == 0 || !(0.0..=1.0).contains(&s.full_search_probability) {
+        if s.playouts == 0
+            || s.cheap_playouts == 0
+            || !(0.0..=1.0).contains(&s.full_search_probability)
+            || !(s.late_temperature.is_finite() && s.late_temperature >= 0.0)
+        {
             return Err(RemoteError::Settings(format!("{s:?}")));
         }
         Ok(SelfPlayConfig {
             playouts: s.playouts,
             cheap_playouts: s.cheap_playouts,
             full_search_probability: s.full_search_probability,
+            late_temperature: s.late_temperature,
             threads: self.config.threads.max(1),
             games_per_thread: self.config.games_per_thread.max(1),
             seed: rand::random(),

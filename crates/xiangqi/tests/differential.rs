@@ -23,6 +23,9 @@
 
 mod common;
 
+#[path = "../../../tests/support/fairy_stockfish.rs"]
+mod fairy_stockfish;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write as _};
@@ -36,30 +39,6 @@ const GAMES: usize = 2000;
 const MAX_PLIES: usize = 150;
 /// How many disagreements of each kind are printed in full.
 const SHOWN: usize = 10;
-const DEFAULT_ENGINE: &str = "/usr/games/fairy-stockfish";
-const HOW_TO_INSTALL: &str = "run scripts/ensure-fairy-stockfish (installs Debian's fairy-stockfish package) or \
-                              scripts/test (sets XQZ_FAIRY_STOCKFISH)";
-
-/// The Fairy-Stockfish binary: `$XQZ_FAIRY_STOCKFISH`, else `fairy-stockfish` on `PATH`, else
-/// Debian's `/usr/games/fairy-stockfish`.
-fn engine_path() -> PathBuf {
-    if let Some(p) = std::env::var_os("XQZ_FAIRY_STOCKFISH").filter(|p| !p.is_empty()) {
-        let p = PathBuf::from(p);
-        assert!(p.is_file(), "XQZ_FAIRY_STOCKFISH={} does not exist; {HOW_TO_INSTALL}", p.display());
-        return p;
-    }
-    let on_path = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join("fairy-stockfish"))
-        .find(|p| p.is_file());
-    on_path.or_else(|| Some(PathBuf::from(DEFAULT_ENGINE)).filter(|p| p.is_file())).unwrap_or_else(|| {
-        panic!(
-            "fairy-stockfish not found: XQZ_FAIRY_STOCKFISH is unset, there is none on PATH and no \
-             {DEFAULT_ENGINE}; {HOW_TO_INSTALL}"
-        )
-    })
-}
 
 fn games_count() -> usize {
     match std::env::var("XQZ_DIFF_GAMES") {
@@ -140,13 +119,13 @@ struct Engine {
 impl Engine {
     /// Starts the engine in xiangqi mode and sends it `requests` (UCI commands, one a line).
     fn start(requests: String) -> Engine {
-        let path = engine_path();
+        let path = fairy_stockfish::engine_path();
         let mut child = Command::new(&path)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}; {HOW_TO_INSTALL}", path.display()));
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}; {}", path.display(), fairy_stockfish::HOW_TO_INSTALL));
         let mut stdin = child.stdin.take().expect("piped stdin");
         let stdout = BufReader::with_capacity(1 << 16, child.stdout.take().expect("piped stdout"));
         let writer = std::thread::spawn(move || {

@@ -8,9 +8,11 @@
 mod chinese;
 mod coord;
 mod descriptor;
+mod movetext;
 mod wxf;
 
 pub use chinese::{Chinese, ParseChineseError};
 pub use coord::ParseMoveError;
 pub use descriptor::ResolveError;
+pub use movetext::{MovetextError, movetext};
 pub use wxf::{ParseWxfError, Wxf};

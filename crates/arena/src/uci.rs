@@ -1,0 +1,725 @@
+//! External engines over UCI: Fairy-Stockfish, Pikafish or `xqz uci`, driven through pipes.
+//!
+//! ```no_run
+//! use xiangqi::game::Game;
+//! use xqz_arena::uci::{EngineConfig, Limit, UciEngine};
+//!
+//! let config = EngineConfig::parse("fairy-stockfish:/usr/games/fairy-stockfish;Hash=16")?;
+//! let mut engine = UciEngine::spawn(&config)?;
+//! let mut game = Game::new(Default::default());
+//! engine.new_game()?;
+//! let reply = engine.go(&game, &Limit::depth(5))?; // legal in the game's position, checked
+//! println!("{} plays {} (score {:?}, depth {:?})", engine.name(), reply.best, reply.score, reply.depth);
+//! game.push(reply.best)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The engine runs as a child process with piped stdin and stdout (stderr discarded). A reader
+//! thread forwards its output lines into a channel, so every wait for an answer has a deadline:
+//! a silent or hung engine gives [`EngineError::Timeout`], never a hang.
+//!
+//! Engines differ in how they write moves: Pikafish and `xqz uci` number the ranks 0-9 like
+//! [`xiangqi::Move`] (`h2e2`, [`Ranks::FromZero`]), while Fairy-Stockfish in its `xiangqi`
+//! variant numbers them 1-10 (`h3e3`, `a10a9`, [`Ranks::FromOne`]) and silently ignores the rest
+//! of a `position ... moves` list at the first move it cannot play, so a wrong dialect shows up as
+//! [`EngineError::IllegalMove`] replies, not as an error from the engine.
+
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use thiserror::Error;
+use xiangqi::game::Game;
+use xiangqi::{File, Move, Rank, Square};
+
+/// The per-reply timeout of [`EngineConfig::new`] and [`EngineConfig::fairy_stockfish`].
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long [`UciEngine`]'s drop waits for the engine to obey `quit` before killing it.
+const QUIT_GRACE: Duration = Duration::from_secs(1);
+
+/// How long an error waits for an engine that closed its output to report its exit status.
+const EXIT_STATUS_WAIT: Duration = Duration::from_millis(200);
+
+/// How an engine numbers the ranks in its moves (files are `a`-`i` in both).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Ranks {
+    /// Ranks 0-9 as in [`xiangqi::Move`]: `h2e2` (Pikafish, `xqz uci`).
+    #[default]
+    FromZero,
+    /// Ranks 1-10: `h3e3`, `a10a9` (Fairy-Stockfish's `xiangqi` variant).
+    FromOne,
+}
+
+impl fmt::Display for Ranks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Ranks::FromZero => "ranks 0-9",
+            Ranks::FromOne => "ranks 1-10",
+        })
+    }
+}
+
+impl Ranks {
+    /// The number a rank is written as.
+    fn number(self, rank: Rank) -> u8 {
+        match self {
+            Ranks::FromZero => rank.index(),
+            Ranks::FromOne => rank.index() + 1,
+        }
+    }
+}
+
+/// A move text that is not a move in the given dialect.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error("bad move {text:?} (expected two points like h2e2, files a-i, {ranks})")]
+pub struct ParseMoveError {
+    /// The text.
+    pub text: String,
+    /// The dialect it was read in.
+    pub ranks: Ranks,
+}
+
+/// Writes `mv` in an engine's dialect: `h2e2` with [`Ranks::FromZero`], `h3e3` with
+/// [`Ranks::FromOne`].
+pub fn format_move(mv: Move, ranks: Ranks) -> String {
+    let square = |sq: Square| format!("{}{}", sq.file().char(), ranks.number(sq.rank()));
+    square(mv.from()) + &square(mv.to())
+}
+
+/// Reads a move in an engine's dialect (lowercase files; with [`Ranks::FromOne`] a rank is `1` to
+/// `10`). It is only checked to name two points, not to be legal anywhere.
+pub fn parse_move(text: &str, ranks: Ranks) -> Result<Move, ParseMoveError> {
+    let err = || ParseMoveError { text: text.to_string(), ranks };
+    let (from, rest) = parse_square(text.as_bytes(), ranks).ok_or_else(err)?;
+    let (to, rest) = parse_square(rest, ranks).ok_or_else(err)?;
+    if !rest.is_empty() {
+        return Err(err());
+    }
+    Ok(Move::new(from, to))
+}
+
+/// One point at the start of `text` and the text after it.
+fn parse_square(text: &[u8], ranks: Ranks) -> Option<(Square, &[u8])> {
+    let (&letter, rest) = text.split_first()?;
+    if !(b'a'..=b'i').contains(&letter) {
+        return None;
+    }
+    let file = File::new(letter - b'a')?;
+    let (index, rest) = match (ranks, rest) {
+        (Ranks::FromZero, [d @ b'0'..=b'9', rest @ ..]) => (d - b'0', rest),
+        (Ranks::FromOne, [b'1', b'0', rest @ ..]) => (9, rest),
+        (Ranks::FromOne, [d @ b'1'..=b'9', rest @ ..]) => (d - b'1', rest),
+        _ => return None,
+    };
+    Some((Square::new(file, Rank::new(index)?), rest))
+}
+
+/// How to start and set up an engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// `setoption name NAME value VALUE` pairs sent after `uciok`, in order, before the variant.
+    pub options: Vec<(String, String)>,
+    /// How the engine numbers ranks in its moves.
+    pub ranks: Ranks,
+    /// If set, sent as `setoption name UCI_Variant value ...` after the options; the engine must
+    /// list it among its `UCI_Variant` choices.
+    pub variant: Option<String>,
+    /// How long each answer may take (for `go`, on top of the limit's `movetime`); a depth or
+    /// nodes search must fit in it.
+    pub timeout: Duration,
+}
+
+/// An engine spec that [`EngineConfig::parse`] does not accept.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[error(
+    "bad engine spec {spec:?}: {reason} (expected KIND:PROGRAM [ARGS...][;OPTION=VALUE...], KIND fairy-stockfish or uci)"
+)]
+pub struct ParseSpecError {
+    /// The spec.
+    pub spec: String,
+    /// What is wrong with it.
+    pub reason: &'static str,
+}
+
+impl EngineConfig {
+    /// A plain UCI engine in the 0-9 dialect (Pikafish, `xqz uci`): no variant, no options,
+    /// [`DEFAULT_TIMEOUT`].
+    pub fn new(command: Vec<String>) -> EngineConfig {
+        EngineConfig { command, options: Vec::new(), ranks: Ranks::FromZero, variant: None, timeout: DEFAULT_TIMEOUT }
+    }
+
+    /// Fairy-Stockfish at `path`, playing the `xiangqi` variant in its 1-10 dialect.
+    pub fn fairy_stockfish(path: impl Into<String>) -> EngineConfig {
+        EngineConfig {
+            ranks: Ranks::FromOne,
+            variant: Some("xiangqi".to_string()),
+            ..EngineConfig::new(vec![path.into()])
+        }
+    }
+
+    /// Reads a user-facing spec `KIND:PROGRAM [ARGS...][;OPTION=VALUE...]`.
+    ///
+    /// `KIND` is `fairy-stockfish` (or `fsf`: [`EngineConfig::fairy_stockfish`]) or `uci`
+    /// ([`EngineConfig::new`]: Pikafish, `xqz uci`). The command is split at whitespace; each
+    /// `;`-separated `OPTION=VALUE` after it becomes a `setoption` (names may contain spaces,
+    /// both sides are trimmed).
+    ///
+    /// ```
+    /// use xqz_arena::uci::{EngineConfig, Ranks};
+    /// let fsf = EngineConfig::parse("fairy-stockfish:/usr/games/fairy-stockfish;Skill Level=3")?;
+    /// assert_eq!(fsf.command, ["/usr/games/fairy-stockfish"]);
+    /// assert_eq!(fsf.options, [("Skill Level".to_string(), "3".to_string())]);
+    /// assert_eq!((fsf.ranks, fsf.variant.as_deref()), (Ranks::FromOne, Some("xiangqi")));
+    /// let pika = EngineConfig::parse("uci:pikafish")?;
+    /// assert_eq!((pika.ranks, pika.variant), (Ranks::FromZero, None));
+    /// # Ok::<(), xqz_arena::uci::ParseSpecError>(())
+    /// ```
+    pub fn parse(spec: &str) -> Result<EngineConfig, ParseSpecError> {
+        let err = |reason| ParseSpecError { spec: spec.to_string(), reason };
+        let (kind, rest) = spec.split_once(':').ok_or_else(|| err("no KIND: prefix"))?;
+        let mut parts = rest.split(';');
+        let command: Vec<String> = parts.next().unwrap_or("").split_whitespace().map(str::to_string).collect();
+        if command.is_empty() {
+            return Err(err("no program"));
+        }
+        let mut config = match kind.trim() {
+            "fairy-stockfish" | "fsf" => EngineConfig { command, ..EngineConfig::fairy_stockfish(String::new()) },
+            "uci" => EngineConfig::new(command),
+            _ => return Err(err("unknown KIND")),
+        };
+        for option in parts {
+            let (name, value) = option.split_once('=').ok_or_else(|| err("an option without ="))?;
+            let name = name.trim();
+            if name.is_empty() {
+                return Err(err("an option without a name"));
+            }
+            config.options.push((name.to_string(), value.trim().to_string()));
+        }
+        Ok(config)
+    }
+}
+
+/// How long a search may run; at least one field must be set, and the engine stops at the first
+/// one reached (all of them are sent on one `go` line).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Limit {
+    /// `go nodes N`.
+    pub nodes: Option<u64>,
+    /// `go depth N`.
+    pub depth: Option<u32>,
+    /// `go movetime MS` (whole milliseconds, at least 1); it also extends the reply's timeout.
+    pub movetime: Option<Duration>,
+}
+
+impl Limit {
+    /// A search of `nodes` nodes.
+    pub fn nodes(nodes: u64) -> Limit {
+        Limit { nodes: Some(nodes), ..Limit::default() }
+    }
+
+    /// A search to `depth` plies.
+    pub fn depth(depth: u32) -> Limit {
+        Limit { depth: Some(depth), ..Limit::default() }
+    }
+
+    /// A search of `time`.
+    pub fn movetime(time: Duration) -> Limit {
+        Limit { movetime: Some(time), ..Limit::default() }
+    }
+
+    /// Whether no field is set.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_none() && self.depth.is_none() && self.movetime.is_none()
+    }
+
+    /// The `go` command.
+    fn command(&self) -> String {
+        let mut go = String::from("go");
+        if let Some(depth) = self.depth {
+            go += &format!(" depth {depth}");
+        }
+        if let Some(nodes) = self.nodes {
+            go += &format!(" nodes {nodes}");
+        }
+        if let Some(time) = self.movetime {
+            go += &format!(" movetime {}", time.as_millis().max(1));
+        }
+        go
+    }
+}
+
+/// An evaluation from the side to move's point of view, as UCI reports it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Score {
+    /// Centipawns (`score cp N`).
+    Cp(i32),
+    /// Mate in N moves, negative when the side to move gets mated (`score mate N`).
+    Mate(i32),
+}
+
+/// An engine's answer to `go`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// The move, legal in the game's current position.
+    pub best: Move,
+    /// The last score reported on an `info` line (of the first PV), if any.
+    pub score: Option<Score>,
+    /// The last depth reported, if any.
+    pub depth: Option<u32>,
+    /// The last node count reported, if any.
+    pub nodes: Option<u64>,
+}
+
+/// What can go wrong with an engine. After `Timeout`, `Exited`, `Io` or `Protocol` the engine is
+/// in an unknown state and should be dropped; after `IllegalMove` and `NoMove` it is idle again.
+#[derive(Debug, Error)]
+pub enum EngineError {
+    /// The program could not be started.
+    #[error("cannot start engine `{command}`: {source}")]
+    Spawn {
+        /// The command line.
+        command: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Reading from or writing to the engine failed.
+    #[error("engine I/O failed while {during}: {source}")]
+    Io {
+        /// What was being done.
+        during: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// The engine did not answer in time.
+    #[error("engine did not answer within {after:?}: no {waiting_for}")]
+    Timeout {
+        /// The answer awaited (`uciok`, `readyok`, `bestmove`).
+        waiting_for: String,
+        /// The time waited.
+        after: Duration,
+    },
+    /// The engine closed its output (it exited or crashed) or its input.
+    #[error("engine exited while {during} ({status})")]
+    Exited {
+        /// What was being done.
+        during: String,
+        /// Its exit status if known, e.g. `exit status: 1`.
+        status: String,
+    },
+    /// The engine's `bestmove` is not a legal move of the position it was given.
+    #[error("engine answered bestmove {text:?}, which is not a legal move in {fen}")]
+    IllegalMove {
+        /// The move as the engine wrote it.
+        text: String,
+        /// The position it was asked about.
+        fen: String,
+    },
+    /// The engine said something that breaks the protocol, or lacks a feature asked for.
+    #[error("engine protocol error: {0}")]
+    Protocol(String),
+    /// The engine answered `bestmove (none)` or `0000`: it finds no legal move.
+    #[error("engine has no move (bestmove (none) or 0000)")]
+    NoMove,
+}
+
+/// A line of the engine's output, or the error that ended the reading.
+type Line = io::Result<String>;
+
+/// A running UCI engine; dropping it sends `quit` and kills the process if it has not exited
+/// within about a second.
+#[derive(Debug)]
+pub struct UciEngine {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Line>,
+    config: EngineConfig,
+    name: String,
+}
+
+impl UciEngine {
+    /// Starts the engine and sets it up: `uci` up to `uciok` (taking its name from `id name`),
+    /// the options, the variant (which the engine must offer), then `isready` up to `readyok`.
+    pub fn spawn(config: &EngineConfig) -> Result<UciEngine, EngineError> {
+        let command_line = config.command.join(" ");
+        let spawn_error = |source| EngineError::Spawn { command: command_line.clone(), source };
+        let (program, args) =
+            config.command.split_first().ok_or_else(|| spawn_error(io::Error::other("empty command")))?;
+        let mut child = Command::new(program)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(spawn_error)?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, lines) = mpsc::channel();
+        let reader = thread::Builder::new().name("uci-reader".to_string()).spawn(move || read_lines(stdout, tx));
+        let mut engine = UciEngine { child, stdin, lines, config: config.clone(), name: program.clone() };
+        // The thread ends when the engine's output does; it is never joined, as a grandchild
+        // could keep the pipe open after the engine is killed.
+        reader.map_err(|source| EngineError::Io { during: "starting the reader thread".to_string(), source })?;
+        engine.handshake()?;
+        Ok(engine)
+    }
+
+    /// The name from `id name`, else the program.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The configuration it was started with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Tells the engine that a new game starts: `ucinewgame`, then `isready` up to `readyok`.
+    pub fn new_game(&mut self) -> Result<(), EngineError> {
+        self.send("ucinewgame")?;
+        self.sync()
+    }
+
+    /// Asks for a move in `game`'s current position, sent as `position fen <start> moves ...`
+    /// in the engine's dialect; the reply is checked to be legal there.
+    ///
+    /// The wait for `bestmove` lasts the limit's `movetime` plus [`EngineConfig::timeout`].
+    ///
+    /// # Panics
+    /// If `limit` is empty.
+    pub fn go(&mut self, game: &Game, limit: &Limit) -> Result<Reply, EngineError> {
+        assert!(!limit.is_empty(), "a search limit needs nodes, depth or movetime");
+        let mut position = format!("position fen {}", game.start());
+        if !game.is_empty() {
+            position += " moves";
+            for mv in game.moves() {
+                position.push(' ');
+                position += &format_move(mv, self.config.ranks);
+            }
+        }
+        self.send(&position)?;
+        self.send(&limit.command())?;
+        let deadline = deadline_after(limit.movetime.unwrap_or_default().saturating_add(self.config.timeout));
+        let mut info = Info::default();
+        loop {
+            let line = self.next_line("bestmove", deadline)?;
+            let mut tokens = line.split_whitespace();
+            match tokens.next() {
+                Some("info") => info.update(&line),
+                Some("bestmove") => {
+                    let text = tokens.next().ok_or_else(|| EngineError::Protocol(format!("no move in {line:?}")))?;
+                    if text == "(none)" || text == "0000" {
+                        return Err(EngineError::NoMove);
+                    }
+                    return match parse_move(text, self.config.ranks) {
+                        Ok(best) if game.legal_moves().contains(&best) => {
+                            Ok(Reply { best, score: info.score, depth: info.depth, nodes: info.nodes })
+                        }
+                        _ => Err(EngineError::IllegalMove { text: text.to_string(), fen: game.position().to_string() }),
+                    };
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// `uci` ... `uciok`, options, variant, `isready` ... `readyok`.
+    fn handshake(&mut self) -> Result<(), EngineError> {
+        self.send("uci")?;
+        let deadline = deadline_after(self.config.timeout);
+        let mut variants: Option<Vec<String>> = None;
+        loop {
+            let line = self.next_line("uciok", deadline)?;
+            let line = line.trim();
+            if line == "uciok" {
+                break;
+            }
+            if let Some(name) = line.strip_prefix("id name ") {
+                self.name = name.trim().to_string();
+            } else if line.starts_with("option name UCI_Variant ") {
+                let tokens: Vec<&str> = line.split_whitespace().collect();
+                variants = Some(tokens.windows(2).filter(|w| w[0] == "var").map(|w| w[1].to_string()).collect());
+            }
+        }
+        for (name, value) in self.config.options.clone() {
+            self.send(&format!("setoption name {name} value {value}"))?;
+        }
+        if let Some(variant) = self.config.variant.clone() {
+            match variants {
+                Some(offered) if offered.contains(&variant) => {}
+                Some(_) => {
+                    return Err(EngineError::Protocol(format!("the engine does not offer UCI_Variant {variant}")));
+                }
+                None => {
+                    return Err(EngineError::Protocol(format!(
+                        "the engine has no UCI_Variant option, so it cannot play variant {variant}"
+                    )));
+                }
+            }
+            self.send(&format!("setoption name UCI_Variant value {variant}"))?;
+        }
+        self.sync()
+    }
+
+    /// `isready`, then waits for `readyok`.
+    fn sync(&mut self) -> Result<(), EngineError> {
+        self.send("isready")?;
+        let deadline = deadline_after(self.config.timeout);
+        while self.next_line("readyok", deadline)?.trim() != "readyok" {}
+        Ok(())
+    }
+
+    /// Writes one command line.
+    fn send(&mut self, command: &str) -> Result<(), EngineError> {
+        let during = || format!("sending {command:?}");
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(EngineError::Protocol("the engine's input is closed".to_string()));
+        };
+        let written = stdin.write_all(format!("{command}\n").as_bytes()).and_then(|()| stdin.flush());
+        match written {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => {
+                Err(EngineError::Exited { during: during(), status: self.exit_status() })
+            }
+            Err(source) => Err(EngineError::Io { during: during(), source }),
+        }
+    }
+
+    /// The next output line, waiting until `deadline` at the latest.
+    fn next_line(&mut self, waiting_for: &str, deadline: Instant) -> Result<String, EngineError> {
+        let started = Instant::now();
+        match self.lines.recv_timeout(deadline.saturating_duration_since(started)) {
+            Ok(Ok(line)) => Ok(line),
+            Ok(Err(source)) => Err(EngineError::Io { during: format!("waiting for {waiting_for}"), source }),
+            Err(RecvTimeoutError::Timeout) => {
+                Err(EngineError::Timeout { waiting_for: waiting_for.to_string(), after: started.elapsed() })
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                Err(EngineError::Exited { during: format!("waiting for {waiting_for}"), status: self.exit_status() })
+            }
+        }
+    }
+
+    /// The exit status, if the engine exits within [`EXIT_STATUS_WAIT`].
+    fn exit_status(&mut self) -> String {
+        let deadline = Instant::now() + EXIT_STATUS_WAIT;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return status.to_string(),
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(5)),
+                Ok(None) => return "still running".to_string(),
+                Err(e) => return format!("status unknown: {e}"),
+            }
+        }
+    }
+}
+
+impl Drop for UciEngine {
+    fn drop(&mut self) {
+        if let Some(mut stdin) = self.stdin.take() {
+            let _ = stdin.write_all(b"quit\n").and_then(|()| stdin.flush());
+        }
+        let deadline = Instant::now() + QUIT_GRACE;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(_)) => return,
+                Ok(None) if Instant::now() < deadline => thread::sleep(Duration::from_millis(5)),
+                _ => break,
+            }
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The instant `wait` from now, or a century from now if that is beyond what an [`Instant`] holds.
+fn deadline_after(wait: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(wait).or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400))).unwrap_or(now)
+}
+
+/// Forwards the engine's output lines (lossily decoded, line ends removed) until it ends.
+fn read_lines(stdout: ChildStdout, tx: Sender<Line>) {
+    let mut reader = BufReader::new(stdout);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let line = match reader.read_until(b'\n', &mut buf) {
+            Ok(0) => return,
+            Ok(_) => Ok(String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(e),
+        };
+        let failed = line.is_err();
+        if tx.send(line).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// What the `info` lines of one search reported last.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+struct Info {
+    score: Option<Score>,
+    depth: Option<u32>,
+    nodes: Option<u64>,
+}
+
+impl Info {
+    /// Takes the values of an `info` line; lines of a second or later PV, and `info string`
+    /// text, are ignored, and so are values that do not parse.
+    fn update(&mut self, line: &str) {
+        let mut next = Info::default();
+        let mut tokens = line.split_whitespace().skip(1);
+        while let Some(key) = tokens.next() {
+            match key {
+                "depth" => next.depth = tokens.next().and_then(|t| t.parse().ok()),
+                "nodes" => next.nodes = tokens.next().and_then(|t| t.parse().ok()),
+                // The guard takes the PV's number; for the first PV the line goes on.
+                "multipv" if tokens.next() != Some("1") => return,
+                "score" => {
+                    let kind = tokens.next();
+                    let value = tokens.next().and_then(|t| t.parse().ok());
+                    next.score = match kind {
+                        Some("cp") => value.map(Score::Cp),
+                        Some("mate") => value.map(Score::Mate),
+                        _ => None,
+                    };
+                }
+                // The rest of the line is moves or free text.
+                "pv" | "string" | "refutation" | "currline" => break,
+                _ => {}
+            }
+        }
+        self.score = next.score.or(self.score);
+        self.depth = next.depth.or(self.depth);
+        self.nodes = next.nodes.or(self.nodes);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use xiangqi::Position;
+
+    fn mv(text: &str) -> Move {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn fairy_stockfish_ranks_start_at_one() {
+        for (ours, theirs) in
+            [("h2e2", "h3e3"), ("a9a8", "a10a9"), ("b2b9", "b3b10"), ("e0e1", "e1e2"), ("i9i0", "i10i1")]
+        {
+            assert_eq!(format_move(mv(ours), Ranks::FromOne), theirs);
+            assert_eq!(parse_move(theirs, Ranks::FromOne), Ok(mv(ours)));
+            assert_eq!(format_move(mv(ours), Ranks::FromZero), ours);
+            assert_eq!(parse_move(ours, Ranks::FromZero), Ok(mv(ours)));
+        }
+    }
+
+    #[test]
+    fn every_square_pair_round_trips_in_both_dialects() {
+        for from in Square::all() {
+            for to in Square::all() {
+                let m = Move::new(from, to);
+                assert_eq!(format_move(m, Ranks::FromZero), m.to_string());
+                for ranks in [Ranks::FromZero, Ranks::FromOne] {
+                    assert_eq!(parse_move(&format_move(m, ranks), ranks), Ok(m), "{m} in {ranks}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn legal_moves_of_positions_round_trip() {
+        let mut pos = Position::startpos();
+        for text in ["h2e2", "h9g7", "h0g2", "i9h9", "i0h0", "b9c7", "e2e6", "a6a5"] {
+            for &m in &pos.legal_moves() {
+                let one = format_move(m, Ranks::FromOne);
+                let tens = [m.from(), m.to()].iter().filter(|sq| sq.rank().index() == 9).count();
+                assert_eq!(one.len(), 4 + tens, "{one}");
+                assert_eq!(parse_move(&one, Ranks::FromOne), Ok(m));
+                assert_eq!(parse_move(&m.to_string(), Ranks::FromZero), Ok(m));
+            }
+            pos.play(mv(text)).unwrap();
+        }
+    }
+
+    #[test]
+    fn malformed_moves_are_rejected() {
+        for text in
+            ["", "a", "a1", "a1a", "a0a1", "a1a0", "a11a1", "a01a2", "j1a1", "A1A2", "a1a2 ", "a1-a2", "a10a10x"]
+        {
+            let err = parse_move(text, Ranks::FromOne).unwrap_err();
+            assert_eq!(err, ParseMoveError { text: text.to_string(), ranks: Ranks::FromOne });
+        }
+        for text in ["", "a10a9", "a9a10", "j0a0", "h2e", "h2e2e", "H2E2", "h2-e2", "(none)", "0000"] {
+            assert!(parse_move(text, Ranks::FromZero).is_err(), "{text}");
+        }
+        assert_eq!(parse_move("a10a10", Ranks::FromOne), Ok(mv("a9a9")));
+        assert!(parse_move("a9a8", Ranks::FromZero).is_ok());
+    }
+
+    #[test]
+    fn info_lines_keep_the_last_values_of_the_first_pv() {
+        let mut info = Info::default();
+        info.update(
+            "info depth 5 seldepth 6 multipv 1 score cp 117 nodes 2842 nps 123565 tbhits 0 time 23 pv h1g3 b8c8",
+        );
+        assert_eq!(info, Info { score: Some(Score::Cp(117)), depth: Some(5), nodes: Some(2842) });
+        info.update("info multipv 2 depth 9 score cp 3 nodes 99999");
+        info.update("info string depth 40 score cp 1 nodes 7");
+        info.update("info depth 6 currmove h2e2 currmovenumber 1");
+        assert_eq!(info, Info { score: Some(Score::Cp(117)), depth: Some(6), nodes: Some(2842) });
+        info.update("info depth 7 seldepth 9 score mate -3 upperbound nodes 5000 pv a10a9 nodes 1");
+        assert_eq!(info, Info { score: Some(Score::Mate(-3)), depth: Some(7), nodes: Some(5000) });
+        let mut mated = Info::default();
+        mated.update("info depth 0 score mate 0");
+        assert_eq!(mated, Info { score: Some(Score::Mate(0)), depth: Some(0), nodes: None });
+    }
+
+    #[test]
+    fn limits_make_go_commands() {
+        assert_eq!(Limit::depth(3).command(), "go depth 3");
+        assert_eq!(Limit::nodes(500).command(), "go nodes 500");
+        assert_eq!(Limit::movetime(Duration::from_micros(10)).command(), "go movetime 1");
+        let all = Limit { nodes: Some(9), depth: Some(2), movetime: Some(Duration::from_millis(250)) };
+        assert_eq!(all.command(), "go depth 2 nodes 9 movetime 250");
+        assert!(Limit::default().is_empty() && !all.is_empty());
+    }
+
+    #[test]
+    fn specs_parse() {
+        let fsf = EngineConfig::parse("fsf: /opt/fsf/bin/fairy-stockfish --x ; Hash = 64;Skill Level=3").unwrap();
+        assert_eq!(fsf.command, ["/opt/fsf/bin/fairy-stockfish", "--x"]);
+        assert_eq!(fsf.options, [("Hash".to_string(), "64".to_string()), ("Skill Level".to_string(), "3".to_string())]);
+        assert_eq!(
+            fsf,
+            EngineConfig {
+                command: fsf.command.clone(),
+                options: fsf.options.clone(),
+                ..EngineConfig::fairy_stockfish("")
+            }
+        );
+        let xqz = EngineConfig::parse("uci:xqz uci --model m.safetensors").unwrap();
+        assert_eq!(xqz, EngineConfig::new(vec!["xqz".into(), "uci".into(), "--model".into(), "m.safetensors".into()]));
+        for (spec, reason) in [
+            ("/usr/games/fairy-stockfish", "no KIND: prefix"),
+            ("stockfish:/usr/games/stockfish", "unknown KIND"),
+            ("uci:", "no program"),
+            ("uci: ;Hash=1", "no program"),
+            ("uci:pikafish;Hash", "an option without ="),
+            ("uci:pikafish;=1", "an option without a name"),
+        ] {
+            assert_eq!(EngineConfig::parse(spec), Err(ParseSpecError { spec: spec.to_string(), reason }));
+        }
+    }
+}

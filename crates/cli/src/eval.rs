@@ -1,0 +1,285 @@
+//! `xqz eval`: matches between checkpoints, built-in players and external UCI engines, with
+//! paired openings, Elo, LOS and SPRT; each game appended to a PGN-like listing and to an Arrow
+//! table; and a ladder that rates every player of a folder's games jointly.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use xiangqi::game::{GameConfig, Ruleset};
+use xqz_arena::player::{EnginePlayer, Player, PlayerError, SearchPlayer};
+use xqz_arena::stats::{EloModel, Sprt};
+use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings, run_match};
+use xqz_arena::uci::{EngineConfig, Limit};
+use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
+use xqz_net::checkpoint;
+use xqz_net::service::{InferenceService, ServiceConfig};
+
+use crate::results;
+
+/// `xqz eval` subcommands.
+#[derive(Subcommand)]
+pub enum EvalCommand {
+    /// Play a match between two players and report W/D/L, pair counts, Elo, LOS and SPRT.
+    Match(MatchArgs),
+    /// Rate every player in a folder's match games jointly (Bradley-Terry) and plot Elo
+    /// against training steps.
+    Ladder(LadderArgs),
+}
+
+/// Options of `xqz eval match`.
+#[derive(Args)]
+pub struct MatchArgs {
+    /// First player (scores are its): a checkpoint `PATH.json` (optionally `@PLAYOUTS`),
+    /// `material` or `uniform` (built-in evaluators), `fairy-stockfish:PATH[;Option=value...]`
+    /// or `uci:COMMAND ARGS[;Option=value...]` (an engine with ranks 0-9, such as `xqz uci`).
+    #[arg(long)]
+    a: String,
+    /// Second player, as for `--a`.
+    #[arg(long)]
+    b: String,
+    /// Pairs of games (each opening with both colours).
+    #[arg(long, default_value_t = 50)]
+    pairs: u32,
+    /// Games played at once.
+    #[arg(long, default_value_t = 2)]
+    concurrency: usize,
+    /// Playouts per move of searching players without their own `@PLAYOUTS`.
+    #[arg(long, default_value_t = 64)]
+    playouts: u32,
+    /// Opening suite: one FEN per line (EPD-style); default: random openings.
+    #[arg(long)]
+    openings: Option<PathBuf>,
+    /// Plies of each random opening.
+    #[arg(long, default_value_t = 4)]
+    random_plies: u32,
+    /// Seed of the random openings.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Game length cap in plies (a draw when reached).
+    #[arg(long, default_value_t = 300)]
+    max_plies: u32,
+    /// Repetition rules: chinese2011, wxf or simple.
+    #[arg(long, default_value = "chinese2011")]
+    ruleset: Ruleset,
+    /// External engines: nodes per move.
+    #[arg(long)]
+    engine_nodes: Option<u64>,
+    /// External engines: depth per move (the default limit is depth 1).
+    #[arg(long)]
+    engine_depth: Option<u32>,
+    /// External engines: milliseconds per move.
+    #[arg(long)]
+    engine_movetime: Option<u64>,
+    /// Sequential test ending the match early: `ELO0,ELO1[,ALPHA,BETA][,normalized]`, e.g.
+    /// `0,10` (alpha = beta = 0.05, logistic Elo).
+    #[arg(long)]
+    sprt: Option<String>,
+    /// Device of the checkpoints: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// Folder for the records: `eval/games.pgn` and `eval/games.arrow` inside it (a run folder
+    /// keeps its evaluations with it).
+    #[arg(long, default_value = "runs/eval")]
+    out: PathBuf,
+}
+
+/// Options of `xqz eval ladder`.
+#[derive(Args)]
+pub struct LadderArgs {
+    /// The folder whose `eval/games.arrow` (and `strength.csv`, for a run) hold the games.
+    #[arg(long)]
+    run: PathBuf,
+    /// Virtual draws added between each pair of players that met, keeping perfect scores finite.
+    #[arg(long, default_value_t = 1.0)]
+    prior_draws: f64,
+}
+
+pub fn run(command: EvalCommand) -> Result<()> {
+    match command {
+        EvalCommand::Match(args) => run_eval_match(&args),
+        EvalCommand::Ladder(args) => crate::ladder::run(&args.run, args.prior_draws),
+    }
+}
+
+/// A player ready to be made once per thread.
+enum Prepared {
+    /// A network behind one batching service that every thread's search shares.
+    Net {
+        name: String,
+        service: InferenceService,
+        playouts: u32,
+        steps: u64,
+    },
+    Material {
+        playouts: u32,
+    },
+    Uniform {
+        playouts: u32,
+    },
+    Engine {
+        config: EngineConfig,
+        limit: Limit,
+    },
+}
+
+impl Prepared {
+    fn parse(spec: &str, args: &MatchArgs) -> Result<Prepared> {
+        let (body, playouts) = match spec.rsplit_once('@') {
+            Some((body, n)) if !spec.contains(':') || spec.starts_with("ckpt:") => {
+                (body, n.parse().with_context(|| format!("bad playouts {n:?} in {spec:?}"))?)
+            }
+            _ => (spec, args.playouts),
+        };
+        anyhow::ensure!(playouts > 0, "playouts must be positive in {spec:?}");
+        match body {
+            "material" => return Ok(Prepared::Material { playouts }),
+            "uniform" => return Ok(Prepared::Uniform { playouts }),
+            _ => {}
+        }
+        if body.starts_with("fairy-stockfish:") || body.starts_with("fsf:") || body.starts_with("uci:") {
+            let config = EngineConfig::parse(body)?;
+            let limit = Limit {
+                nodes: args.engine_nodes,
+                depth: args.engine_depth,
+                movetime: args.engine_movetime.map(Duration::from_millis),
+            };
+            let limit = if limit.is_empty() { Limit::depth(1) } else { limit };
+            return Ok(Prepared::Engine { config, limit });
+        }
+        let path = Path::new(body.strip_prefix("ckpt:").unwrap_or(body));
+        if !path.exists() {
+            bail!("{spec:?} is neither a checkpoint file, material, uniform, fairy-stockfish:PATH nor uci:COMMAND");
+        }
+        let device = xqz_net::parse_device(&args.device)?;
+        let (net, meta) = checkpoint::load(path, device, None).with_context(|| format!("load {}", path.display()))?;
+        let service = InferenceService::spawn(net, ServiceConfig::default());
+        let name = path.file_stem().map_or_else(|| body.to_string(), |s| s.to_string_lossy().into_owned());
+        Ok(Prepared::Net { name, service, playouts, steps: meta.info.training_steps })
+    }
+
+    fn make(&self) -> Result<Box<dyn Player>, PlayerError> {
+        let search = SearchConfig::default();
+        Ok(match self {
+            Prepared::Net { name, service, playouts, .. } => {
+                Box::new(SearchPlayer::new(name, service.client(), *playouts, search))
+            }
+            Prepared::Material { playouts } => {
+                Box::new(SearchPlayer::new("material", MaterialEvaluator, *playouts, search))
+            }
+            Prepared::Uniform { playouts } => {
+                Box::new(SearchPlayer::new("uniform", UniformEvaluator, *playouts, search))
+            }
+            Prepared::Engine { config, limit } => Box::new(EnginePlayer::spawn(config.clone(), *limit)?),
+        })
+    }
+
+    /// Training steps of a checkpoint player.
+    fn steps(&self) -> Option<u64> {
+        match self {
+            Prepared::Net { steps, .. } => Some(*steps),
+            _ => None,
+        }
+    }
+}
+
+fn parse_sprt(text: &str) -> Result<Sprt> {
+    let mut model = EloModel::Logistic;
+    let mut numbers = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        match part {
+            "normalized" => model = EloModel::Normalized,
+            "logistic" => model = EloModel::Logistic,
+            n => numbers.push(n.parse::<f64>().with_context(|| format!("bad number {n:?} in --sprt {text:?}"))?),
+        }
+    }
+    let (elo0, elo1, alpha, beta) = match numbers[..] {
+        [elo0, elo1] => (elo0, elo1, 0.05, 0.05),
+        [elo0, elo1, alpha, beta] => (elo0, elo1, alpha, beta),
+        _ => bail!("--sprt takes ELO0,ELO1[,ALPHA,BETA][,normalized], not {text:?}"),
+    };
+    anyhow::ensure!(elo0 < elo1, "--sprt needs ELO0 < ELO1");
+    anyhow::ensure!(alpha > 0.0 && alpha < 1.0 && beta > 0.0 && beta < 1.0, "--sprt needs 0 < ALPHA, BETA < 1");
+    Ok(Sprt { elo0, elo1, alpha, beta, model })
+}
+
+fn summary(report: &MatchReport, sprt: Option<&Sprt>) -> String {
+    let elo = report.pairs.elo();
+    let nelo = report.pairs.normalized_elo();
+    let mut text = format!(
+        "{} games: +{} ={} -{} | score {:.1}% | pairs {:?} | Elo {:+.1} [{:+.1}, {:+.1}] | nElo {:+.1} [{:+.1}, {:+.1}] | LOS {:.1}%",
+        report.games.games(),
+        report.games.wins,
+        report.games.draws,
+        report.games.losses,
+        100.0 * report.games.score(),
+        report.pairs.counts,
+        elo.elo,
+        elo.lower,
+        elo.upper,
+        nelo.elo,
+        nelo.lower,
+        nelo.upper,
+        100.0 * elo.los
+    );
+    if let (Some(sprt), Some(state)) = (sprt, report.sprt) {
+        let (lower, upper) = sprt.bounds();
+        text.push_str(&format!(
+            " | SPRT({}, {}, {}) LLR {:.2} [{lower:.2}, {upper:.2}] {state}",
+            sprt.elo0,
+            sprt.elo1,
+            sprt.model,
+            sprt.llr(&report.pairs)
+        ));
+    }
+    text
+}
+
+fn run_eval_match(args: &MatchArgs) -> Result<()> {
+    anyhow::ensure!(args.pairs > 0, "--pairs must be positive");
+    let sprt = args.sprt.as_deref().map(parse_sprt).transpose()?;
+    let openings = match &args.openings {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("read {}", path.display()))?;
+            Openings::parse_suite(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?
+        }
+        None => Openings::Random { plies: args.random_plies, seed: args.seed },
+    };
+    let a = Prepared::parse(&args.a, args)?;
+    let b = Prepared::parse(&args.b, args)?;
+    let plan = MatchPlan {
+        pairs: args.pairs,
+        concurrency: args.concurrency,
+        openings,
+        game: GameConfig { ruleset: args.ruleset, max_plies: Some(args.max_plies), natural_limit: None },
+        sprt,
+    };
+    let mut log = results::MatchLog::open(&args.out, &args.a, &args.b, a.steps(), b.steps())?;
+    println!(
+        "{} vs {}: up to {} games, {} at once; records in {}",
+        args.a,
+        args.b,
+        2 * args.pairs,
+        args.concurrency,
+        log.dir().display()
+    );
+    let mut write_error = None;
+    let report = run_match(&plan, &|| a.make(), &|| b.make(), |game: &MatchGame, report: &MatchReport| {
+        if let Err(e) = log.append(game) {
+            write_error.get_or_insert(e);
+        }
+        if game.first == xiangqi::Color::Black {
+            println!("pair {}: {}", report.pairs.pairs(), summary(report, plan.sprt.as_ref()));
+        }
+    })?;
+    log.finish()?;
+    if let Some(e) = write_error {
+        return Err(e.context("writing the match records"));
+    }
+    println!("final: {}", summary(&report, plan.sprt.as_ref()));
+    for (reason, count) in log.terminations() {
+        println!("  {count:>5} {reason}");
+    }
+    Ok(())
+}

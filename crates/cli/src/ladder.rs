@@ -1,0 +1,101 @@
+//! `xqz eval ladder`: every player of a folder's games rated jointly by Bradley-Terry (draws as
+//! half wins, a small prior of virtual draws), from `eval/games.arrow` and, in a run folder, the
+//! strength matches of `strength.csv`; Elo against training steps plotted to `ladder.svg`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use xqz_arena::stats::{Encounter, fit_bradley_terry};
+use xqz_net::checkpoint;
+
+use crate::results::read_games;
+
+/// A rated player's name and training steps (if a checkpoint).
+type Entrant = (String, Option<u64>);
+
+/// Games between two entrants: the first's wins, draws and losses.
+type Games = (Entrant, Entrant, u32, u32, u32);
+
+/// Games of `strength.csv` as (a, b, wins, draws, losses), models named `vN` (v0: the random
+/// network the first model was measured against, at 0 steps).
+fn strength_games(run: &Path) -> Result<Vec<Games>> {
+    let csv = run.join("strength.csv");
+    let Ok(text) = std::fs::read_to_string(&csv) else { return Ok(Vec::new()) };
+    let steps = |version: u64| -> Option<u64> {
+        if version == 0 {
+            return Some(0);
+        }
+        let meta = checkpoint::read_meta(&run.join(format!("coordinator/models/v{version}.json"))).ok()?;
+        Some(meta.info.training_steps)
+    };
+    let mut games = Vec::new();
+    for line in text.lines().skip(1).filter(|l| !l.trim().is_empty()) {
+        let f: Vec<&str> = line.split(',').collect();
+        let field = |i: usize| -> Result<u64> {
+            f.get(i)
+                .with_context(|| format!("short line {line:?} in {}", csv.display()))?
+                .parse()
+                .with_context(|| format!("bad line {line:?}"))
+        };
+        let (a, b) = (field(0)?, field(1)?);
+        games.push((
+            (format!("v{a}"), steps(a)),
+            (format!("v{b}"), steps(b)),
+            field(2)? as u32,
+            field(3)? as u32,
+            field(4)? as u32,
+        ));
+    }
+    Ok(games)
+}
+
+pub fn run(run: &Path, prior_draws: f64) -> Result<()> {
+    let mut games = strength_games(run)?;
+    for row in read_games(run)? {
+        let (w, d, l) = match row.a_score {
+            s if s >= 1.0 => (1, 0, 0),
+            s if s <= 0.0 => (0, 0, 1),
+            _ => (0, 1, 0),
+        };
+        games.push(((row.a, row.a_steps), (row.b, row.b_steps), w, d, l));
+    }
+    anyhow::ensure!(!games.is_empty(), "no games in {} (eval/games.arrow or strength.csv)", run.display());
+    // Players ordered by training steps (untrained and external players last), so the anchor at 0
+    // is the least trained checkpoint.
+    let mut entrants: Vec<Entrant> = games.iter().flat_map(|g| [g.0.clone(), g.1.clone()]).collect();
+    entrants.sort_by(|x, y| (x.1.is_none(), x.1, &x.0).cmp(&(y.1.is_none(), y.1, &y.0)));
+    entrants.dedup_by(|x, y| x.0 == y.0);
+    let index: BTreeMap<&str, usize> = entrants.iter().enumerate().map(|(i, e)| (e.0.as_str(), i)).collect();
+    let mut met: BTreeMap<(usize, usize), Encounter> = BTreeMap::new();
+    let mut played = vec![0u32; entrants.len()];
+    for (a, b, w, d, l) in &games {
+        let (i, j) = (index[a.0.as_str()], index[b.0.as_str()]);
+        if i == j {
+            continue;
+        }
+        let e = met.entry((i, j)).or_insert(Encounter { first: i, second: j, ..Encounter::default() });
+        (e.wins, e.draws, e.losses) = (e.wins + w, e.draws + d, e.losses + l);
+        played[i] += w + d + l;
+        played[j] += w + d + l;
+    }
+    let encounters: Vec<Encounter> = met.into_values().collect();
+    let ratings = fit_bradley_terry(entrants.len(), &encounters, prior_draws);
+    println!("{:<28} {:>8} {:>8} {:>7} {:>6}", "player", "steps", "Elo", "±1σ", "games");
+    for (i, (name, steps)) in entrants.iter().enumerate() {
+        let steps = steps.map_or("-".to_string(), |s| s.to_string());
+        println!("{name:<28} {steps:>8} {:>+8.1} {:>7.1} {:>6}", ratings.elo[i], ratings.stderr[i], played[i]);
+    }
+    let points: Vec<(u64, f64, f64)> = entrants
+        .iter()
+        .zip(ratings.elo.iter().zip(&ratings.stderr))
+        .filter_map(|((_, steps), (&elo, &err))| Some(((*steps)?, elo, err)))
+        .filter(|p| p.1.is_finite())
+        .collect();
+    if !points.is_empty() {
+        let plot = run.join("ladder.svg");
+        crate::plot::ladder(&points, &plot)?;
+        println!("plotted in {}", plot.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,78 @@
+//! `xqz uci`: a checkpoint as a UCI engine (the Pikafish dialect) on stdin/stdout.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use xqz_mcts::{EvalError, Evaluator};
+use xqz_net::checkpoint;
+use xqz_net::service::{Client, InferenceService, ServiceConfig};
+use xqz_uci::{Engine, Options};
+
+/// Options of `xqz uci` (each also a UCI option a GUI may change).
+#[derive(Args)]
+pub struct UciArgs {
+    /// The checkpoint (its .json file); the `ModelFile` option.
+    #[arg(long)]
+    model: Option<String>,
+    /// Device of the network: cpu, cuda, cuda:N or auto.
+    #[arg(long, default_value = "auto")]
+    device: String,
+    /// CPU threads of the network.
+    #[arg(long, default_value_t = 1)]
+    threads: u32,
+    /// Playouts of a search when `go` sets no limit.
+    #[arg(long, default_value_t = 800)]
+    playouts: u32,
+    /// Leaves the search hands the network at once.
+    #[arg(long, default_value_t = 8)]
+    batch_size: u32,
+}
+
+/// A checkpoint's network behind its own batching service.
+pub struct NetEvaluator {
+    // Declared first so that it goes before the service it talks to.
+    client: Client,
+    _service: InferenceService,
+}
+
+impl NetEvaluator {
+    /// Loads the checkpoint whose metadata is at `path` onto `device` (cpu, cuda, cuda:N or auto).
+    pub fn load(path: &Path, device: &str, max_batch: usize) -> Result<NetEvaluator> {
+        let device = xqz_net::parse_device(device)?;
+        let (net, _) = checkpoint::load(path, device, None).with_context(|| format!("load {}", path.display()))?;
+        let service =
+            InferenceService::spawn(net, ServiceConfig { max_batch: max_batch.max(1), ..ServiceConfig::default() });
+        Ok(NetEvaluator { client: service.client(), _service: service })
+    }
+}
+
+impl Evaluator for NetEvaluator {
+    fn evaluate(&mut self, games: &[&xiangqi::game::Game]) -> Result<Vec<xqz_mcts::Evaluation>, EvalError> {
+        Evaluator::evaluate(&mut self.client, games)
+    }
+}
+
+fn load(options: &Options) -> Result<Box<dyn Evaluator>, String> {
+    if options.model.is_empty() {
+        return Err("no ModelFile set (xqz uci --model CKPT, or setoption name ModelFile value CKPT)".into());
+    }
+    tch::set_num_threads(options.threads as i32);
+    NetEvaluator::load(Path::new(&options.model), &options.device, options.batch_size as usize)
+        .map(|e| Box::new(e) as Box<dyn Evaluator>)
+        .map_err(|e| format!("{e:#}"))
+}
+
+pub fn run(args: &UciArgs) -> Result<()> {
+    let options = Options {
+        model: args.model.clone().unwrap_or_default(),
+        device: args.device.clone(),
+        threads: args.threads.max(1),
+        playouts: args.playouts.max(1),
+        batch_size: args.batch_size.max(1),
+        ..Options::default()
+    };
+    let engine = Engine::new(&format!("xqz {}", env!("CARGO_PKG_VERSION")), Box::new(load)).with_options(options);
+    engine.run(std::io::BufReader::new(std::io::stdin()), std::io::stdout().lock())?;
+    Ok(())
+}

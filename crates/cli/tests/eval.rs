@@ -1,0 +1,177 @@
+//! `xqz eval`: a short match between `xqz uci` (a checkpoint) and Debian's Fairy-Stockfish, in
+//! which every game must end with a legal, adjudicated result that the records keep; an SPRT
+//! that stops a lopsided match early; and the ladder over the recorded games.
+
+#[path = "../../../tests/support/fairy_stockfish.rs"]
+mod fairy_stockfish;
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array};
+use arrow_ipc::reader::FileReader;
+use xiangqi::game::{Game, GameConfig, Outcome};
+use xiangqi::{Color, Position};
+use xqz_dataset::GameResult;
+use xqz_net::checkpoint::{self, CheckpointInfo};
+use xqz_net::{Device, ModelConfig, Network};
+
+fn xqz(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "xqz {args:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn read_table(dir: &Path) -> Vec<RecordBatch> {
+    let file = File::open(dir.join("eval/games.arrow")).unwrap();
+    FileReader::try_new(file, None).unwrap().map(Result::unwrap).collect()
+}
+
+fn text<'a>(batch: &'a RecordBatch, name: &str) -> &'a StringArray {
+    batch.column_by_name(name).unwrap().as_any().downcast_ref::<StringArray>().unwrap()
+}
+
+/// Replays every recorded game and checks its result against our adjudication.
+fn check_games(batch: &RecordBatch, max_plies: u32) {
+    let plies = batch.column_by_name("plies").unwrap().as_any().downcast_ref::<UInt32Array>().unwrap();
+    let score = batch.column_by_name("a_score").unwrap().as_any().downcast_ref::<Float64Array>().unwrap();
+    for i in 0..batch.num_rows() {
+        let start = Position::from_fen(text(batch, "start_fen").value(i)).unwrap();
+        let mut game = Game::from_position(start, GameConfig { max_plies: Some(max_plies), ..GameConfig::default() });
+        let moves = text(batch, "moves").value(i);
+        for mv in moves.split_whitespace() {
+            game.push_str(mv).unwrap_or_else(|e| panic!("game {i}: {e} in {moves}"));
+        }
+        assert_eq!(game.len() as u32, plies.value(i));
+        let forfeit = batch.column_by_name("forfeit").unwrap();
+        assert!(forfeit.is_null(i), "game {i} was forfeited: {}", text(batch, "forfeit").value(i));
+        let outcome = game.outcome();
+        assert_ne!(outcome, Outcome::Ongoing, "game {i} stopped before its end");
+        let result = GameResult::from_outcome(outcome).unwrap();
+        assert_eq!(text(batch, "result").value(i), result.pgn(), "game {i}");
+        assert_eq!(text(batch, "reason").value(i), outcome.verdict().unwrap().reason.to_string());
+        let a_color = if text(batch, "a_color").value(i) == "red" { Color::Red } else { Color::Black };
+        let expected = match outcome.winner() {
+            None => 0.5,
+            Some(w) if w == a_color => 1.0,
+            Some(_) => 0.0,
+        };
+        assert_eq!(score.value(i), expected, "game {i}");
+    }
+}
+
+#[test]
+fn a_checkpoint_through_xqz_uci_against_fairy_stockfish() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny.json");
+    checkpoint::save(
+        &model,
+        &Network::new(&ModelConfig::builtin("tiny").unwrap(), Device::Cpu),
+        CheckpointInfo::default(),
+    )
+    .unwrap();
+    let ours = format!("uci:{} uci --model {} --device cpu --threads 1", env!("CARGO_BIN_EXE_xqz"), model.display());
+    let fsf = format!("fairy-stockfish:{};Hash=8", fairy_stockfish::engine_path().display());
+    let out = dir.path().join("run");
+    let output = xqz(&[
+        "eval",
+        "match",
+        "--a",
+        &ours,
+        "--b",
+        &fsf,
+        "--pairs",
+        "2",
+        "--concurrency",
+        "2",
+        "--engine-nodes",
+        "64",
+        "--max-plies",
+        "80",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("final: 4 games"), "{stdout}");
+    assert!(stdout.contains("pairs [") && stdout.contains("LOS"), "{stdout}");
+    let batches = read_table(&out);
+    assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 4);
+    for batch in &batches {
+        check_games(batch, 80);
+        // Both engines played: Fairy-Stockfish's moves came through its 1-10 ranks.
+        assert!((0..batch.num_rows()).all(|i| text(batch, "red").value(i) != text(batch, "black").value(i)));
+    }
+    let pgn = std::fs::read_to_string(out.join("eval/games.pgn")).unwrap();
+    assert_eq!(pgn.matches("[Event ").count(), 4);
+    assert!(pgn.contains("[Red \"Fairy-Stockfish") && pgn.contains("[Black \"xqz "), "{pgn}");
+    assert!(
+        pgn.contains("炮") || pgn.contains("马") || pgn.contains("兵") || pgn.contains("车"),
+        "Chinese notation: {pgn}"
+    );
+}
+
+#[test]
+fn an_sprt_stops_a_lopsided_match_and_the_ladder_rates_the_players() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    // Material counting against the bare rules wins most pairs; SPRT(0, 200) decides early.
+    let output = xqz(&[
+        "eval",
+        "match",
+        "--a",
+        "material",
+        "--b",
+        "uniform",
+        "--playouts",
+        "64",
+        "--pairs",
+        "60",
+        "--max-plies",
+        "150",
+        "--sprt",
+        "0,200",
+        "--out",
+        out,
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().find(|l| l.starts_with("final: ")).unwrap();
+    assert!(last.contains("H1 accepted"), "{stdout}");
+    let games: usize = read_table(dir.path()).iter().map(RecordBatch::num_rows).sum();
+    assert!(games < 120, "the test stopped the match early ({games} games)");
+    for batch in read_table(dir.path()) {
+        check_games(&batch, 150);
+    }
+    // A second match appends to the same table.
+    xqz(&[
+        "eval",
+        "match",
+        "--a",
+        "uniform",
+        "--b",
+        "material",
+        "--playouts",
+        "16",
+        "--pairs",
+        "1",
+        "--max-plies",
+        "60",
+        "--out",
+        out,
+    ]);
+    let batches = read_table(dir.path());
+    assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), games + 2);
+
+    let ladder = xqz(&["eval", "ladder", "--run", out]);
+    let ladder = String::from_utf8_lossy(&ladder.stdout);
+    let elo = |name: &str| -> f64 {
+        let line = ladder.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{ladder}"));
+        line.split_whitespace().nth(2).unwrap().parse().unwrap()
+    };
+    assert!(elo("material") > elo("uniform") + 100.0, "{ladder}");
+}
