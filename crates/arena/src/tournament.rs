@@ -145,8 +145,11 @@ pub struct MatchReport {
     pub games: MatchResult,
     /// Pair scores.
     pub pairs: Pentanomial,
-    /// The test's state after the last pair, if one ran.
+    /// The test's state: its decision once reached (pairs still in flight then do not change
+    /// it), else its state after the last pair; `None` without a test.
     pub sprt: Option<SprtState>,
+    /// The pairs counted when the test decided.
+    pub decided_after: Option<u64>,
 }
 
 /// A maker of a player, called once per thread.
@@ -203,10 +206,15 @@ pub fn run_match(
                         report.games.record(game.outcome, game.first);
                     }
                     report.pairs.add_pair(games[0].first_score(), games[1].first_score());
-                    if let Some(sprt) = &plan.sprt {
+                    // A decision stands: pairs that were already going when it came still
+                    // count in the totals but cannot reopen the test.
+                    if let Some(sprt) = &plan.sprt
+                        && report.sprt.is_none_or(|state| state == SprtState::Continue)
+                    {
                         let state = sprt.decide(&report.pairs);
                         report.sprt = Some(state);
                         if state != SprtState::Continue {
+                            report.decided_after = Some(report.pairs.pairs());
                             stop.store(true, Ordering::Relaxed);
                         }
                     }

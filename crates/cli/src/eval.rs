@@ -232,6 +232,9 @@ fn summary(report: &MatchReport, sprt: Option<&Sprt>) -> String {
             sprt.model,
             sprt.llr(&report.pairs)
         ));
+        if let Some(pairs) = report.decided_after {
+            text.push_str(&format!(" after {pairs} pairs"));
+        }
     }
     text
 }

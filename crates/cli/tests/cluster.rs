@@ -2,6 +2,8 @@
 //! both workers, the coordinator is SIGKILLed and restarted, and afterwards every game each worker
 //! reports as finished is in the dataset exactly once.
 
+mod common;
+
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -9,8 +11,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use xqz_net::checkpoint::{self, CheckpointInfo};
-use xqz_net::{Device, ModelConfig, Network};
 use xqz_trainer::{GrpcPublisher, Publisher};
 
 fn xqz() -> Command {
@@ -89,13 +89,7 @@ fn games_survive_a_model_switch_and_a_coordinator_crash() {
 
     wait_for("games of the random network", Duration::from_secs(120), || count(0, 0) >= 2 && count(1, 0) >= 2);
     let ckpt = tempfile::tempdir().unwrap();
-    let path = ckpt.path().join("m.json");
-    checkpoint::save(
-        &path,
-        &Network::new(&ModelConfig::builtin("tiny").unwrap(), Device::Cpu),
-        CheckpointInfo::default(),
-    )
-    .unwrap();
+    let path = common::tiny_checkpoint(ckpt.path());
     let version = GrpcPublisher::new(&url, Some("t0k".into()), "test").unwrap().publish(&path).unwrap();
     assert_eq!(version, 1);
     wait_for("games of model v1 from both workers", Duration::from_secs(120), || count(0, 1) >= 1 && count(1, 1) >= 1);

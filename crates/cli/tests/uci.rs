@@ -1,6 +1,8 @@
 //! `xqz uci` driven as a GUI drives it, through its stdin and stdout, with a real checkpoint:
 //! handshake, options, a position with moves, `go nodes`, `stop` during `go infinite`, garbage.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Lines, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
@@ -8,8 +10,6 @@ use std::time::Duration;
 
 use xiangqi::Move;
 use xiangqi::game::{Game, GameConfig};
-use xqz_net::checkpoint::{self, CheckpointInfo};
-use xqz_net::{Device, ModelConfig, Network};
 
 /// A running `xqz uci`, killed when dropped; its lines arrive through a channel so every wait
 /// has a timeout.
@@ -83,13 +83,7 @@ fn game_after(moves: &str) -> Game {
 #[test]
 fn a_gui_session_with_a_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
-    let model = dir.path().join("tiny.json");
-    checkpoint::save(
-        &model,
-        &Network::new(&ModelConfig::builtin("tiny").unwrap(), Device::Cpu),
-        CheckpointInfo::default(),
-    )
-    .unwrap();
+    let model = common::tiny_checkpoint(dir.path());
     let mut gui = Gui::start(&["--device", "cpu"]);
 
     gui.send("uci");
