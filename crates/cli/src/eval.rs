@@ -276,7 +276,6 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
             println!("pair {}: {}", report.pairs.pairs(), summary(report, plan.sprt.as_ref()));
         }
     })?;
-    log.finish()?;
     if let Some(e) = write_error {
         return Err(e.context("writing the match records"));
     }

@@ -147,12 +147,6 @@ impl MatchLog {
         self.write_table()
     }
 
-    /// Flushes the records.
-    pub fn finish(&mut self) -> Result<()> {
-        self.pgn.flush()?;
-        self.write_table()
-    }
-
     /// How the games ended, counted by result and reason.
     pub fn terminations(&self) -> impl Iterator<Item = (&str, u32)> {
         self.terminations.iter().map(|(k, v)| (k.as_str(), *v))
