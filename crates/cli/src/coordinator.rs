@@ -38,6 +38,10 @@ pub struct CoordinatorArgs {
     /// Move temperature after the opening plies, for the workers (0: the most visited move).
     #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().late_temperature)]
     late_temperature: f32,
+    /// Softmax temperature of the network's priors at the root of full self-play searches (above
+    /// 1 flattens them against the policy's collapse with few playouts).
+    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
+    root_policy_temperature: f32,
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.
@@ -70,6 +74,7 @@ pub fn run(args: &CoordinatorArgs) -> Result<()> {
         playouts: args.playouts,
         cheap_playouts: args.cheap_playouts,
         late_temperature: args.late_temperature,
+        root_policy_temperature: args.root_policy_temperature,
         ..Settings::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;

@@ -48,6 +48,10 @@ pub struct RunArgs {
     /// Move temperature of self-play after the opening plies (0: the most visited move).
     #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().late_temperature)]
     late_temperature: f32,
+    /// Softmax temperature of the network's priors at the root of full self-play searches (above
+    /// 1 flattens them against the policy's collapse with few playouts).
+    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
+    root_policy_temperature: f32,
     /// Game length cap in plies.
     #[arg(long, default_value_t = 300)]
     max_plies: u32,
@@ -60,6 +64,10 @@ pub struct RunArgs {
     /// Training samples per self-play sample.
     #[arg(long, default_value_t = 4.0)]
     samples_per_sample: f64,
+    /// Share of the search's root estimate in the value target, 0 to 1 (the rest is the game's
+    /// result).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_ratio)]
+    value_q_ratio: f32,
     /// Steps between published models.
     #[arg(long, default_value_t = 200)]
     publish_every: u64,
@@ -162,6 +170,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             args.cheap_playouts.to_string(),
             "--late-temperature".into(),
             args.late_temperature.to_string(),
+            "--root-policy-temperature".into(),
+            args.root_policy_temperature.to_string(),
         ],
         &logs.join("coordinator.log"),
     )?;
@@ -218,6 +228,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             args.min_samples.to_string(),
             "--samples-per-sample".into(),
             args.samples_per_sample.to_string(),
+            "--value-q-ratio".into(),
+            args.value_q_ratio.to_string(),
             "--publish-every".into(),
             args.publish_every.to_string(),
             "--checkpoint-every".into(),

@@ -44,6 +44,10 @@ pub struct SelfPlayArgs {
     /// Move temperature after the opening plies (0: the most visited move).
     #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().late_temperature)]
     late_temperature: f32,
+    /// Softmax temperature of the network's priors at the root of full self-play searches (above
+    /// 1 flattens them against the policy's collapse with few playouts).
+    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
+    root_policy_temperature: f32,
     /// Fraction of moves with a full search (1 turns playout cap randomization off).
     #[arg(long, default_value_t = 0.25)]
     full_fraction: f64,
@@ -93,6 +97,7 @@ impl SelfPlayArgs {
             playouts: self.playouts,
             cheap_playouts: self.cheap_playouts,
             late_temperature: self.late_temperature,
+            root_policy_temperature: self.root_policy_temperature,
             full_search_probability: self.full_fraction,
             threads: self.threads,
             games_per_thread: self.games_per_thread,
@@ -101,6 +106,14 @@ impl SelfPlayArgs {
             game: GameConfig { ruleset: self.ruleset, max_plies: Some(self.max_plies), natural_limit: None },
             ..SelfPlayConfig::default()
         }
+    }
+}
+
+/// Parses a positive, finite temperature.
+pub fn parse_root_temperature(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(t) if t > 0.0 && t.is_finite() => Ok(t),
+        _ => Err(format!("expected a positive temperature, got {text:?}")),
     }
 }
 

@@ -47,6 +47,10 @@ pub struct TrainArgs {
     /// Training samples allowed per self-play sample in the dataset.
     #[arg(long, default_value_t = 4.0)]
     samples_per_sample: f64,
+    /// Share of the search's root estimate in the value target, 0 to 1 (the rest is the game's
+    /// result).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_ratio)]
+    value_q_ratio: f32,
     /// Samples in the dataset before the first step.
     #[arg(long, default_value_t = 2048)]
     min_samples: usize,
@@ -83,6 +87,14 @@ fn parse_schedule(text: &str) -> Result<Vec<(u64, f64)>> {
     Ok(schedule)
 }
 
+/// Parses a number from 0 to 1.
+pub fn parse_ratio(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(r) if (0.0..=1.0).contains(&r) => Ok(r),
+        _ => Err(format!("expected a number from 0 to 1, got {text:?}")),
+    }
+}
+
 pub fn run(args: &TrainArgs) -> Result<()> {
     let lr_schedule = parse_schedule(&args.lr_schedule)?;
     let config = TrainerConfig {
@@ -99,6 +111,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         batch_size: args.batch_size,
         window: WindowSize::Growing(GrowingWindow::default()),
         samples_per_new_sample: args.samples_per_sample,
+        value_q_ratio: args.value_q_ratio,
         min_samples: args.min_samples,
         checkpoint_every: args.checkpoint_every,
         publish_every: args.publish_every,

@@ -52,6 +52,8 @@ pub struct Settings {
     pub full_search_probability: f64,
     /// Move temperature after the opening plies.
     pub late_temperature: f32,
+    /// Softmax temperature of the priors at the root of full searches.
+    pub root_policy_temperature: f32,
 }
 
 impl Default for Settings {
@@ -63,6 +65,7 @@ impl Default for Settings {
             cheap_playouts: 40,
             full_search_probability: 0.25,
             late_temperature: xqz_mcts::SelfPlayConfig::default().late_temperature,
+            root_policy_temperature: xqz_mcts::SelfPlayConfig::default().root_policy_temperature,
         }
     }
 }

@@ -99,6 +99,7 @@ impl CoordinatorService {
             cheap_playouts: s.cheap_playouts,
             full_search_probability: s.full_search_probability,
             late_temperature: s.late_temperature,
+            root_policy_temperature: s.root_policy_temperature,
         }
     }
 

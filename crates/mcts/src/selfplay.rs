@@ -60,6 +60,11 @@ pub struct SelfPlayConfig {
     /// in KataGo, whose self-play temperature never reaches 0) it keeps a network that rates
     /// everything a draw from shuffling into repetition draws, which teach it nothing.
     pub late_temperature: f32,
+    /// Softmax temperature of the priors at the root of full searches (KataGo's root policy
+    /// temperature; 1 leaves them as they are). Above 1 it flattens them: with few playouts the
+    /// visits, and so the policy target, lose the prior's tail, and training on them sharpens
+    /// the policy move after move until self-play only repeats itself.
+    pub root_policy_temperature: f32,
     /// Resignation; `None` plays every game to its end.
     pub resign: Option<ResignConfig>,
     /// Rules and limits of the games.
@@ -86,6 +91,7 @@ impl Default for SelfPlayConfig {
             temperature: 1.0,
             temperature_plies: 20,
             late_temperature: 1.0,
+            root_policy_temperature: 1.0,
             resign: Some(ResignConfig::default()),
             game: GameConfig { max_plies: Some(300), ..GameConfig::default() },
             reuse_tree: true,
@@ -242,14 +248,17 @@ impl Slot {
     fn start_move(&mut self, config: &SelfPlayConfig) {
         self.full = self.rng.random_bool(config.full_search_probability.clamp(0.0, 1.0));
         self.target = if self.full { config.playouts } else { config.cheap_playouts }.max(1);
-        self.noise_pending = self.full && config.dirichlet_fraction > 0.0;
+        self.noise_pending = self.full && (config.dirichlet_fraction > 0.0 || config.root_policy_temperature != 1.0);
     }
 
-    /// After evaluations: noise once the root is expanded, then a move once the search is done.
-    /// Returns the finished game, if this move ended it.
+    /// After evaluations: the root's priors tempered and noised once it is expanded, then a move
+    /// once the search is done. Returns the finished game, if this move ended it.
     fn advance(&mut self, config: &SelfPlayConfig) -> Option<SelfPlayGame> {
         if self.noise_pending && self.tree.root_expanded() {
-            self.tree.add_root_noise(config.dirichlet_alpha, config.dirichlet_fraction, &mut self.rng);
+            self.tree.temper_root_priors(config.root_policy_temperature);
+            if config.dirichlet_fraction > 0.0 {
+                self.tree.add_root_noise(config.dirichlet_alpha, config.dirichlet_fraction, &mut self.rng);
+            }
             self.noise_pending = false;
         }
         if !self.tree.root_expanded() || self.tree.playouts() < self.target {

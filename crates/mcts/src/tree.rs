@@ -231,6 +231,28 @@ impl Tree {
         }
     }
 
+    /// Raises the root's priors to the power `1 / temperature` and normalises them again.
+    ///
+    /// # Panics
+    /// If the root is not expanded yet, or the temperature is not positive.
+    pub fn temper_root_priors(&mut self, temperature: f32) {
+        assert!(self.root_expanded(), "tempering needs an expanded root");
+        assert!(temperature > 0.0 && temperature.is_finite(), "temperature {temperature} must be positive");
+        if temperature == 1.0 {
+            return;
+        }
+        let range = self.children(0);
+        let tempered: Vec<f64> =
+            range.clone().map(|i| f64::from(self.nodes[i].prior).powf(1.0 / f64::from(temperature))).collect();
+        let total: f64 = tempered.iter().sum();
+        if total <= 0.0 || !total.is_finite() {
+            return;
+        }
+        for (i, p) in range.zip(tempered) {
+            self.nodes[i].prior = (p / total) as f32;
+        }
+    }
+
     /// Mixes Dirichlet(alpha) noise into the root's priors with weight `fraction`.
     ///
     /// # Panics

@@ -137,6 +137,43 @@ impl Evaluator for Broken {
     }
 }
 
+/// Priors that fall off geometrically in the order of the legal moves.
+struct Skewed;
+
+impl Evaluator for Skewed {
+    fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
+        Ok(games
+            .iter()
+            .map(|g| {
+                let raw: Vec<f32> = (0..g.legal_moves().len()).map(|i| 0.5f32.powi(i as i32)).collect();
+                let total: f32 = raw.iter().sum();
+                Evaluation { priors: raw.iter().map(|p| p / total).collect(), wdl: [0.0, 1.0, 0.0] }
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn tempering_the_root_flattens_its_priors_by_the_power_of_one_over_the_temperature() {
+    let priors = |temperature: f32| {
+        let mut tree = Tree::new(Game::new(GameConfig::default()));
+        search(&mut tree, &mut Skewed, 1, &SearchConfig::default()).unwrap();
+        tree.temper_root_priors(temperature);
+        tree.root().children.iter().map(|c| c.2).collect::<Vec<f32>>()
+    };
+    let raw = priors(1.0);
+    assert!((raw[1] / raw[0] - 0.5).abs() < 1e-6, "1 leaves the network's priors: {raw:?}");
+    for temperature in [2.0f32, 4.0] {
+        let tempered = priors(temperature);
+        assert!((tempered.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+        for (t, r) in tempered.iter().zip(&raw) {
+            let expected = r.powf(1.0 / temperature) / raw.iter().map(|r| r.powf(1.0 / temperature)).sum::<f32>();
+            assert!((t - expected).abs() < 1e-6, "temperature {temperature}: {t} against {expected}");
+        }
+        assert!(tempered[0] < raw[0] && tempered[43] > raw[43], "a higher temperature flattens");
+    }
+}
+
 #[test]
 fn a_wrong_answer_is_an_error() {
     let mut tree = Tree::new(Game::new(GameConfig::default()));

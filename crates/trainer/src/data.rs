@@ -36,19 +36,21 @@ pub struct TrainingData {
     /// Policy targets, `rows * POLICY_SIZE`: the search's visit distribution, normalised; all zero
     /// for rows without a full search, which so add nothing to the policy loss.
     pub policy: Vec<f32>,
-    /// Game result for the side to move, `rows * 3` (win, draw, loss).
+    /// Value targets for the side to move, `rows * 3` (win, draw, loss): the game's result, mixed
+    /// with the search's root estimate by [`TrainingData::from_replay`]'s `q_ratio`.
     pub wdl: Vec<f32>,
 }
 
 impl TrainingData {
-    /// Converts a replay batch.
-    pub fn from_replay(batch: &Batch) -> Result<TrainingData, DataError> {
+    /// Converts a replay batch. The value target is `(1 - q_ratio) * result + q_ratio * root WDL`
+    /// (lc0's q-ratio): a game's one result labels every position of it, which a network fits by
+    /// recognising the game; the search's own estimate varies position by position.
+    pub fn from_replay(batch: &Batch, q_ratio: f32) -> Result<TrainingData, DataError> {
         let rows = batch.size;
-        let mut data = TrainingData {
-            inputs: vec![0.0; rows * INPUT_SIZE],
-            policy: vec![0.0; rows * POLICY_SIZE],
-            wdl: batch.wdl_target.clone(),
-        };
+        let wdl =
+            batch.wdl_target.iter().zip(&batch.root_wdl).map(|(z, q)| (1.0 - q_ratio) * z + q_ratio * q).collect();
+        let mut data =
+            TrainingData { inputs: vec![0.0; rows * INPUT_SIZE], policy: vec![0.0; rows * POLICY_SIZE], wdl };
         for row in 0..rows {
             let turn = if batch.side_to_move[row] == 0 { Color::Red } else { Color::Black };
             let history = History {

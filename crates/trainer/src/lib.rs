@@ -17,7 +17,7 @@
 //! writer.finish()?;
 //! let window = ReplayWindow::open(dir.path(), ReplayConfig { batch_size: 32, ..Default::default() })?;
 //! let batch = window.epoch(0).next().unwrap();
-//! let data = TrainingData::from_replay(&batch)?;
+//! let data = TrainingData::from_replay(&batch, 0.0)?;
 //! let mut trainer = Trainer::new(Network::new(&ModelConfig::builtin("tiny")?, xqz_net::Device::Cpu), TrainConfig::default());
 //! let losses = trainer.step(&data.batch())?;
 //! assert!(losses.total.is_finite());

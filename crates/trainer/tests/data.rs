@@ -28,7 +28,7 @@ fn inputs_and_targets_describe_the_stored_positions() {
     let mut rows = 0;
     let mut mirrored = 0;
     for batch in batches(0.5) {
-        let data = TrainingData::from_replay(&batch).unwrap();
+        let data = TrainingData::from_replay(&batch, 0.0).unwrap();
         assert_eq!(data.rows(), batch.size);
         for row in 0..batch.size {
             let turn = if batch.side_to_move[row] == 0 { Color::Red } else { Color::Black };
@@ -68,6 +68,24 @@ fn inputs_and_targets_describe_the_stored_positions() {
 fn a_corrupt_board_is_refused_with_its_row() {
     let mut batch = batches(0.0).swap_remove(0);
     batch.boards[3 * 90 + 5] = 99;
-    let err = TrainingData::from_replay(&batch).unwrap_err();
+    let err = TrainingData::from_replay(&batch, 0.0).unwrap_err();
     assert_eq!(err.to_string(), "row 3: bad board code 99 on square 5");
+}
+
+#[test]
+fn the_value_target_mixes_the_result_with_the_root_estimate_by_the_q_ratio() {
+    let batch = batches(0.0).swap_remove(0);
+    for q_ratio in [0.0, 0.25, 1.0] {
+        let data = TrainingData::from_replay(&batch, q_ratio).unwrap();
+        for i in 0..batch.size * 3 {
+            let expected = (1.0 - q_ratio) * batch.wdl_target[i] + q_ratio * batch.root_wdl[i];
+            assert!((data.wdl[i] - expected).abs() < 1e-6, "q_ratio {q_ratio}, entry {i}");
+        }
+        for row in 0..batch.size {
+            let sum: f32 = data.wdl[row * 3..row * 3 + 3].iter().sum();
+            assert!((sum - 1.0).abs() < 1e-5, "q_ratio {q_ratio}, row {row}: sums to {sum}");
+        }
+    }
+    // The synthetic games' root estimates differ from their results, so the mix is not a no-op.
+    assert_ne!(TrainingData::from_replay(&batch, 0.5).unwrap().wdl, batch.wdl_target);
 }

@@ -36,6 +36,7 @@ fn config(data: &Path, run: &Path, max_steps: u64) -> TrainerConfig {
         batch_size: 32,
         window: WindowSize::Growing(GrowingWindow::default()),
         samples_per_new_sample: 100.0,
+        value_q_ratio: 0.0,
         min_samples: 64,
         checkpoint_every: 4,
         publish_every: 8,

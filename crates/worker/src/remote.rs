@@ -242,6 +242,7 @@ impl Session {
             || s.cheap_playouts == 0
             || !(0.0..=1.0).contains(&s.full_search_probability)
             || !(s.late_temperature.is_finite() && s.late_temperature >= 0.0)
+            || !(s.root_policy_temperature.is_finite() && s.root_policy_temperature >= 0.0)
         {
             return Err(RemoteError::Settings(format!("{s:?}")));
         }
@@ -250,6 +251,8 @@ impl Session {
             cheap_playouts: s.cheap_playouts,
             full_search_probability: s.full_search_probability,
             late_temperature: s.late_temperature,
+            // 0 is what a coordinator without the field sends.
+            root_policy_temperature: if s.root_policy_temperature == 0.0 { 1.0 } else { s.root_policy_temperature },
             threads: self.config.threads.max(1),
             games_per_thread: self.config.games_per_thread.max(1),
             seed: rand::random(),
