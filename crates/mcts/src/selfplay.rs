@@ -215,7 +215,7 @@ struct Slot {
     plies: Vec<PlyRecord>,
     target: u32,
     full: bool,
-    noise_pending: bool,
+    root_pending: bool,
     resign_allowed: bool,
     streak: [u32; 2],
     resignation: Option<Resignation>,
@@ -235,7 +235,7 @@ impl Slot {
             plies: Vec::new(),
             target: 0,
             full: false,
-            noise_pending: false,
+            root_pending: false,
             resign_allowed,
             streak: [0; 2],
             resignation: None,
@@ -248,18 +248,18 @@ impl Slot {
     fn start_move(&mut self, config: &SelfPlayConfig) {
         self.full = self.rng.random_bool(config.full_search_probability.clamp(0.0, 1.0));
         self.target = if self.full { config.playouts } else { config.cheap_playouts }.max(1);
-        self.noise_pending = self.full && (config.dirichlet_fraction > 0.0 || config.root_policy_temperature != 1.0);
+        self.root_pending = self.full;
     }
 
     /// After evaluations: the root's priors tempered and noised once it is expanded, then a move
     /// once the search is done. Returns the finished game, if this move ended it.
     fn advance(&mut self, config: &SelfPlayConfig) -> Option<SelfPlayGame> {
-        if self.noise_pending && self.tree.root_expanded() {
+        if self.root_pending && self.tree.root_expanded() {
             self.tree.temper_root_priors(config.root_policy_temperature);
             if config.dirichlet_fraction > 0.0 {
                 self.tree.add_root_noise(config.dirichlet_alpha, config.dirichlet_fraction, &mut self.rng);
             }
-            self.noise_pending = false;
+            self.root_pending = false;
         }
         if !self.tree.root_expanded() || self.tree.playouts() < self.target {
             return None;
