@@ -10,10 +10,13 @@
 
 #[path = "../../../tests/support/fairy_stockfish.rs"]
 mod fairy_stockfish;
+#[path = "../../../tests/support/games.rs"]
+mod games;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use games::game_after;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use xiangqi::game::{Game, GameConfig};
@@ -24,14 +27,6 @@ fn fairy_stockfish() -> UciEngine {
     let mut config = EngineConfig::fairy_stockfish(fairy_stockfish::engine_path().to_string_lossy());
     config.timeout = Duration::from_secs(20);
     UciEngine::spawn(&config).unwrap_or_else(|e| panic!("{e}; {}", fairy_stockfish::HOW_TO_INSTALL))
-}
-
-fn game_after(moves: &[&str]) -> Game {
-    let mut game = Game::new(GameConfig::default());
-    for mv in moves {
-        game.push_str(mv).unwrap();
-    }
-    game
 }
 
 fn assert_legal(game: &Game, best: Move) {
@@ -68,7 +63,7 @@ fn fairy_stockfish_moves_after_moves() {
     let mut engine = fairy_stockfish();
     // Both sides develop, then the red cannon takes the central pawn: moves to and from ranks 0
     // and 9 (ranks 1 and 10 for the engine) and a capture.
-    let game = game_after(&["h2e2", "h9g7", "h0g2", "i9h9", "i0h0", "b9c7", "e2e6"]);
+    let game = game_after("h2e2 h9g7 h0g2 i9h9 i0h0 b9c7 e2e6");
     for limit in [Limit::depth(1), Limit::nodes(500), Limit { depth: Some(3), nodes: Some(2000), movetime: None }] {
         let reply = engine.go(&game, &limit).unwrap();
         assert_legal(&game, reply.best);
@@ -129,7 +124,7 @@ fn fairy_stockfish_has_no_move_when_mated() {
 #[test]
 fn fairy_stockfish_movetime() {
     let mut engine = fairy_stockfish();
-    let game = game_after(&["h2e2"]);
+    let game = game_after("h2e2");
     let started = Instant::now();
     let reply = engine.go(&game, &Limit::movetime(Duration::from_millis(100))).unwrap();
     assert_legal(&game, reply.best);
@@ -140,7 +135,7 @@ fn fairy_stockfish_movetime() {
 fn fairy_stockfish_from_a_spec_with_options() {
     let spec = format!("fairy-stockfish:{};Hash=8;Skill Level=0", fairy_stockfish::engine_path().display());
     let mut engine = UciEngine::spawn(&EngineConfig::parse(&spec).unwrap()).unwrap();
-    let game = game_after(&["b0c2"]);
+    let game = game_after("b0c2");
     assert_legal(&game, engine.go(&game, &Limit::depth(1)).unwrap().best);
 }
 
@@ -193,7 +188,7 @@ fn fake_engine_sees_the_expected_commands() {
         Some(&log),
     );
     config.options = vec![("Hash".to_string(), "32".to_string())];
-    let game = game_after(&["h2e2", "h9g7", "i0i1"]);
+    let game = game_after("h2e2 h9g7 i0i1");
     {
         let mut engine = UciEngine::spawn(&config).unwrap();
         assert_eq!(engine.name(), "Fake Engine 1.0");
@@ -231,7 +226,7 @@ fn fake_engine_in_the_one_based_dialect_gets_ranks_1_to_10() {
     let log = temp_log("ranks");
     let mut config = fake(r#"echo "bestmove a10a9""#, Some(&log));
     config.ranks = Ranks::FromOne;
-    let game = game_after(&["h2e2", "h9g7", "a3a4"]);
+    let game = game_after("h2e2 h9g7 a3a4");
     {
         let mut engine = UciEngine::spawn(&config).unwrap();
         let reply = engine.go(&game, &Limit::nodes(1)).unwrap();

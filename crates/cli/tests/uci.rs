@@ -2,12 +2,15 @@
 //! handshake, options, a position with moves, `go nodes`, `stop` during `go infinite`, garbage.
 
 mod common;
+#[path = "../../../tests/support/games.rs"]
+mod games;
 
 use std::io::{BufRead, BufReader, Lines, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
+use games::game_after;
 use xiangqi::Move;
 use xiangqi::game::{Game, GameConfig};
 
@@ -70,14 +73,6 @@ impl Drop for Gui {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn game_after(moves: &str) -> Game {
-    let mut game = Game::new(GameConfig::default());
-    for mv in moves.split_whitespace() {
-        game.push_str(mv).unwrap();
-    }
-    game
 }
 
 #[test]

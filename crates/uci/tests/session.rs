@@ -1,9 +1,13 @@
 //! The engine driven as a GUI drives it: whole sessions through in-memory pipes, checking every
 //! reply against the rules core.
 
+#[path = "../../../tests/support/games.rs"]
+mod games;
+
 use std::io::{BufRead, BufReader, Cursor, Write};
 use std::time::{Duration, Instant};
 
+use games::game_after;
 use xiangqi::game::{Game, GameConfig};
 use xiangqi::{Move, Position};
 use xqz_mcts::{EvalError, Evaluation, Evaluator, MaterialEvaluator};
@@ -22,14 +26,6 @@ fn session(engine: Engine, script: &str) -> Vec<String> {
 
 fn bestmoves(lines: &[String]) -> Vec<String> {
     lines.iter().filter_map(|l| l.strip_prefix("bestmove ")).map(|l| l.split(' ').next().unwrap().to_string()).collect()
-}
-
-fn game_after(moves: &str) -> Game {
-    let mut game = Game::new(GameConfig::default());
-    for mv in moves.split_whitespace() {
-        game.push_str(mv).unwrap();
-    }
-    game
 }
 
 #[test]
