@@ -42,6 +42,10 @@ pub struct CoordinatorArgs {
     /// 1 flattens them against the policy's collapse with few playouts).
     #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
     root_policy_temperature: f32,
+    /// Material lead in pawns that wins a self-play game reaching the natural move limit or
+    /// --max-plies (0: such games are draws, as under the rules).
+    #[arg(long, default_value_t = 0)]
+    material_adjudication: u32,
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.
@@ -75,6 +79,7 @@ pub fn run(args: &CoordinatorArgs) -> Result<()> {
         cheap_playouts: args.cheap_playouts,
         late_temperature: args.late_temperature,
         root_policy_temperature: args.root_policy_temperature,
+        material_adjudication: args.material_adjudication,
         ..Settings::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;

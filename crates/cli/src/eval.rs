@@ -255,7 +255,7 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
         pairs: args.pairs,
         concurrency: args.concurrency,
         openings,
-        game: GameConfig { ruleset: args.ruleset, max_plies: Some(args.max_plies), natural_limit: None },
+        game: GameConfig { ruleset: args.ruleset, max_plies: Some(args.max_plies), ..GameConfig::default() },
         sprt,
     };
     let mut log = results::MatchLog::open(&args.out, &args.a, &args.b, a.steps(), b.steps())?;

@@ -61,6 +61,9 @@ enum Command {
         /// Cap on the game length in plies (a draw when reached).
         #[arg(long)]
         max_plies: Option<u32>,
+        /// Material lead in pawns that wins a game ending at a length limit (self-play's rule).
+        #[arg(long)]
+        material_adjudication: Option<u32>,
     },
     /// Self-play datasets: inspect shards, statistics, Parquet and text export.
     Data {
@@ -104,9 +107,10 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Result<()> {
     match command {
         Command::Perft { fen, depth, divide: split } => run_perft(&fen, depth, split),
-        Command::Adjudicate { fen, moves, ruleset, natural_limit, max_plies } => {
+        Command::Adjudicate { fen, moves, ruleset, natural_limit, max_plies, material_adjudication } => {
             let start = Position::from_fen(&fen).with_context(|| format!("invalid FEN {fen:?}"))?;
-            let mut game = Game::from_position(start, GameConfig { ruleset, natural_limit, max_plies });
+            let config = GameConfig { ruleset, natural_limit, max_plies, material_adjudication };
+            let mut game = Game::from_position(start, config);
             for text in moves.split_whitespace() {
                 game.push_str(text)?;
             }

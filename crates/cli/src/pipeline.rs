@@ -55,6 +55,10 @@ pub struct RunArgs {
     /// Game length cap in plies.
     #[arg(long, default_value_t = 300)]
     max_plies: u32,
+    /// Material lead in pawns that wins a self-play game reaching the natural move limit or
+    /// --max-plies (0: such games are draws, as under the rules).
+    #[arg(long, default_value_t = 0)]
+    material_adjudication: u32,
     /// Rows per training step.
     #[arg(long, default_value_t = 256)]
     batch_size: usize,
@@ -68,6 +72,10 @@ pub struct RunArgs {
     /// result).
     #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_ratio)]
     value_q_ratio: f32,
+    /// Share of a uniform spread over the recorded (legal) moves in the policy target, 0 to 1
+    /// (the rest is the search's visits).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_ratio)]
+    policy_smoothing: f32,
     /// Steps between published models.
     #[arg(long, default_value_t = 200)]
     publish_every: u64,
@@ -172,6 +180,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             args.late_temperature.to_string(),
             "--root-policy-temperature".into(),
             args.root_policy_temperature.to_string(),
+            "--material-adjudication".into(),
+            args.material_adjudication.to_string(),
         ],
         &logs.join("coordinator.log"),
     )?;
@@ -230,6 +240,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             args.samples_per_sample.to_string(),
             "--value-q-ratio".into(),
             args.value_q_ratio.to_string(),
+            "--policy-smoothing".into(),
+            args.policy_smoothing.to_string(),
             "--publish-every".into(),
             args.publish_every.to_string(),
             "--checkpoint-every".into(),

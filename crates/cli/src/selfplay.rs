@@ -69,6 +69,10 @@ pub struct SelfPlayArgs {
     /// Repetition rules: chinese2011, wxf or simple.
     #[arg(long, default_value = "chinese2011")]
     ruleset: Ruleset,
+    /// Material lead in pawns that wins a game reaching the natural move limit or --max-plies
+    /// (0: such games are draws, as under the rules).
+    #[arg(long, default_value_t = 0)]
+    material_adjudication: u32,
     /// Play every game to its end.
     #[arg(long)]
     no_resign: bool,
@@ -103,7 +107,12 @@ impl SelfPlayArgs {
             games_per_thread: self.games_per_thread,
             seed: self.seed,
             resign: (!self.no_resign).then(ResignConfig::default),
-            game: GameConfig { ruleset: self.ruleset, max_plies: Some(self.max_plies), natural_limit: None },
+            game: GameConfig {
+                ruleset: self.ruleset,
+                max_plies: Some(self.max_plies),
+                natural_limit: None,
+                material_adjudication: (self.material_adjudication > 0).then_some(self.material_adjudication),
+            },
             ..SelfPlayConfig::default()
         }
     }

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use xqz_dataset::{GrowingWindow, WindowSize};
 use xqz_net::{ModelConfig, TrainConfig, parse_device};
-use xqz_trainer::{GrpcPublisher, Publisher, TrainerConfig, train};
+use xqz_trainer::{GrpcPublisher, Publisher, Targets, TrainerConfig, train};
 
 /// Options of `xqz train`.
 #[derive(Args)]
@@ -51,6 +51,10 @@ pub struct TrainArgs {
     /// result).
     #[arg(long, default_value_t = 0.0, value_parser = parse_ratio)]
     value_q_ratio: f32,
+    /// Share of a uniform spread over the recorded (legal) moves in the policy target, 0 to 1
+    /// (the rest is the search's visits).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_ratio)]
+    policy_smoothing: f32,
     /// Samples in the dataset before the first step.
     #[arg(long, default_value_t = 2048)]
     min_samples: usize,
@@ -111,7 +115,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         batch_size: args.batch_size,
         window: WindowSize::Growing(GrowingWindow::default()),
         samples_per_new_sample: args.samples_per_sample,
-        value_q_ratio: args.value_q_ratio,
+        targets: Targets { value_q_ratio: args.value_q_ratio, policy_smoothing: args.policy_smoothing },
         min_samples: args.min_samples,
         checkpoint_every: args.checkpoint_every,
         publish_every: args.publish_every,

@@ -54,6 +54,9 @@ pub struct Settings {
     pub late_temperature: f32,
     /// Softmax temperature of the priors at the root of full searches.
     pub root_policy_temperature: f32,
+    /// Material lead in pawns that wins a game ending at a length limit (0: such games are
+    /// draws); see `GameConfig::material_adjudication`.
+    pub material_adjudication: u32,
 }
 
 impl Default for Settings {
@@ -66,6 +69,7 @@ impl Default for Settings {
             full_search_probability: 0.25,
             late_temperature: xqz_mcts::SelfPlayConfig::default().late_temperature,
             root_policy_temperature: xqz_mcts::SelfPlayConfig::default().root_policy_temperature,
+            material_adjudication: 0,
         }
     }
 }

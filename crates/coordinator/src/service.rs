@@ -100,6 +100,7 @@ impl CoordinatorService {
             full_search_probability: s.full_search_probability,
             late_temperature: s.late_temperature,
             root_policy_temperature: s.root_policy_temperature,
+            material_adjudication: s.material_adjudication,
         }
     }
 

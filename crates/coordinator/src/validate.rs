@@ -82,7 +82,12 @@ pub(crate) fn validate_game(
     }
     let claimed = GameResult::from_name(&sub.result).ok_or_else(|| fail(format!("unknown result {:?}", sub.result)))?;
     let start = Position::from_fen(&sub.start_fen).map_err(|e| fail(format!("bad FEN {:?}: {e}", sub.start_fen)))?;
-    let config = GameConfig { ruleset: settings.ruleset, max_plies: Some(settings.max_plies), natural_limit: None };
+    let config = GameConfig {
+        ruleset: settings.ruleset,
+        max_plies: Some(settings.max_plies),
+        natural_limit: None,
+        material_adjudication: (settings.material_adjudication > 0).then_some(settings.material_adjudication),
+    };
     let mut game = Game::from_position(start, config);
     let mut searches = Vec::with_capacity(sub.moves.len());
     for (ply, (&code, search)) in sub.moves.iter().zip(&sub.plies).enumerate() {
@@ -184,6 +189,25 @@ mod tests {
         let mut sub = two_move_draw();
         sub.start_fen = "nonsense".into();
         assert!(validate_game(0, &sub, &settings(), 0, "w").unwrap_err().contains("bad FEN"));
+    }
+
+    #[test]
+    fn material_adjudication_follows_the_coordinator_settings() {
+        // Red's cannon takes a pawn; the game reaches the 4-ply cap a pawn up.
+        let moves: Vec<u32> = ["h2e2", "h9g7", "e2e6", "i9h9"].map(code).to_vec();
+        let mut sub = two_move_draw();
+        sub.plies = moves.iter().map(|&m| v1::PlySearch { policy_moves: vec![m], ..sub.plies[0].clone() }).collect();
+        sub.moves = moves;
+        let capped = Settings { max_plies: 4, ..Settings::default() };
+        let adjudicating = Settings { material_adjudication: 1, ..capped.clone() };
+        let (record, _) = validate_game(0, &sub, &capped, 0, "w").unwrap();
+        assert_eq!((record.result, record.reason.as_str()), (GameResult::Draw, "max_length"));
+        assert!(validate_game(0, &sub, &adjudicating, 0, "w").unwrap_err().contains("material_adjudication"));
+        (sub.result, sub.reason) = ("red".into(), "material_adjudication".into());
+        let (record, samples) = validate_game(0, &sub, &adjudicating, 0, "w").unwrap();
+        assert_eq!((record.result, record.reason.as_str()), (GameResult::RedWin, "material_adjudication"));
+        assert_eq!(samples.iter().map(|s| s.result).collect::<Vec<_>>(), [1, -1, 1, -1]);
+        assert!(validate_game(0, &sub, &capped, 0, "w").unwrap_err().contains("max_length"));
     }
 
     #[test]

@@ -309,7 +309,7 @@ impl SampleRecord {
         }
         // Only the repetition count needs the game's history; the limits the record does not
         // store are lifted so that they cannot end the replay early.
-        let config = GameConfig { ruleset: game.ruleset, natural_limit: Some(u32::MAX), max_plies: None };
+        let config = GameConfig { ruleset: game.ruleset, natural_limit: Some(u32::MAX), ..GameConfig::default() };
         let mut replay = Game::from_position(game.start_position()?, config);
         let len = game.moves.len() as u32;
         let mut out = Vec::with_capacity(searches.len());

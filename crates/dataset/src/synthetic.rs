@@ -49,7 +49,7 @@ impl Default for SyntheticConfig {
 /// moves (summing to 1), a root WDL estimate, a seed and timestamps.
 pub fn random_game<R: Rng>(rng: &mut R, id: u128, config: &SyntheticConfig) -> (GameRecord, Vec<SampleRecord>) {
     let mut game =
-        Game::new(GameConfig { ruleset: config.ruleset, natural_limit: None, max_plies: Some(config.max_plies) });
+        Game::new(GameConfig { ruleset: config.ruleset, max_plies: Some(config.max_plies), ..GameConfig::default() });
     let mut searches = Vec::new();
     while !game.outcome().is_over() {
         let pos = game.position();

@@ -2,7 +2,6 @@
 //! estimate, for many positions at once.
 
 use xiangqi::game::Game;
-use xiangqi::{Color, PieceKind};
 
 /// A network's answer for one position.
 #[derive(Clone, Debug, PartialEq)]
@@ -53,29 +52,11 @@ impl Evaluator for UniformEvaluator {
 pub struct MaterialEvaluator;
 
 impl MaterialEvaluator {
-    /// Material of the side to move minus the opponent's, in pawns.
+    /// Material of the side to move minus the opponent's, in pawns ([`xiangqi::Position::material`]).
     pub fn balance(game: &Game) -> f32 {
         let pos = game.position();
         let us = pos.turn();
-        let mut balance = 0.0;
-        for color in [Color::Red, Color::Black] {
-            let sign = if color == us { 1.0 } else { -1.0 };
-            for kind in PieceKind::ALL {
-                for sq in pos.piece_bb(xiangqi::Piece::new(color, kind)) {
-                    let value = match kind {
-                        PieceKind::King => 0.0,
-                        PieceKind::Advisor | PieceKind::Elephant => 2.0,
-                        PieceKind::Horse => 4.0,
-                        PieceKind::Cannon => 4.5,
-                        PieceKind::Rook => 9.0,
-                        PieceKind::Pawn if sq.on_own_side(color) => 1.0,
-                        PieceKind::Pawn => 2.0,
-                    };
-                    balance += sign * value;
-                }
-            }
-        }
-        balance
+        (pos.material(us) as f32 - pos.material(us.opponent()) as f32) / 2.0
     }
 }
 

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 use xqz_dataset::{DatasetWriter, ReplayConfig, ReplayLoader, WriterConfig};
 use xqz_net::{Device, ModelConfig, Network, TrainConfig, Trainer};
-use xqz_trainer::TrainingData;
+use xqz_trainer::{Targets, TrainingData};
 
 const BATCH: usize = 256;
 
@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         while start.elapsed() < Duration::from_secs(3) {
             let batch = loader.next_batch().ok_or("loader ended")??;
             if convert {
-                std::hint::black_box(TrainingData::from_replay(&batch, 0.0)?);
+                std::hint::black_box(TrainingData::from_replay(&batch, Targets::default())?);
             }
             n += 1;
         }
@@ -63,7 +63,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut loader = ReplayLoader::spawn(dir.path(), config)?;
     let data: Vec<TrainingData> = (0..steps + 1)
-        .map(|_| Ok(TrainingData::from_replay(&loader.next_batch().ok_or("loader ended")??, 0.0)?))
+        .map(|_| Ok(TrainingData::from_replay(&loader.next_batch().ok_or("loader ended")??, Targets::default())?))
         .collect::<Result<_, Box<dyn std::error::Error>>>()?;
     drop(loader);
     let net = Network::new(&ModelConfig::builtin(&model)?, Device::Cpu);

@@ -28,25 +28,41 @@ pub enum DataError {
     },
 }
 
+/// How a replay batch becomes training targets.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct Targets {
+    /// Share of the search's root estimate in the value target, 0 to 1 (lc0's q-ratio; the rest
+    /// is the game's result): a game's one result labels every position of it, which a network
+    /// fits by recognising the game; the search's own estimate varies position by position.
+    pub value_q_ratio: f32,
+    /// Share of a uniform distribution over the recorded moves (self-play records every legal
+    /// move) in the policy target, 0 to 1 (label smoothing; the rest is the search's visits):
+    /// with few playouts the visits of an untrained network are noise, and a policy fitted to
+    /// them narrows later searches onto that noise.
+    pub policy_smoothing: f32,
+}
+
 /// Dense training arrays for one batch; [`TrainingData::batch`] lends them to the trainer.
 #[derive(Clone, Debug, Default)]
 pub struct TrainingData {
     /// Encoded positions, `rows * INPUT_SIZE`.
     pub inputs: Vec<f32>,
-    /// Policy targets, `rows * POLICY_SIZE`: the search's visit distribution, normalised; all zero
-    /// for rows without a full search, which so add nothing to the policy loss.
+    /// Policy targets, `rows * POLICY_SIZE`: the search's visit distribution, normalised and
+    /// smoothed by [`Targets::policy_smoothing`]; all zero for rows without a full search, which
+    /// so add nothing to the policy loss.
     pub policy: Vec<f32>,
     /// Value targets for the side to move, `rows * 3` (win, draw, loss): the game's result, mixed
-    /// with the search's root estimate by [`TrainingData::from_replay`]'s `q_ratio`.
+    /// with the search's root estimate by [`Targets::value_q_ratio`].
     pub wdl: Vec<f32>,
 }
 
 impl TrainingData {
-    /// Converts a replay batch. The value target is `(1 - q_ratio) * result + q_ratio * root WDL`
-    /// (lc0's q-ratio): a game's one result labels every position of it, which a network fits by
-    /// recognising the game; the search's own estimate varies position by position.
-    pub fn from_replay(batch: &Batch, q_ratio: f32) -> Result<TrainingData, DataError> {
+    /// Converts a replay batch. The value target is `(1 - q) * result + q * root WDL` and the
+    /// policy target `(1 - s) * visits + s * uniform` over the recorded moves, with `q`
+    /// and `s` from `targets`.
+    pub fn from_replay(batch: &Batch, targets: Targets) -> Result<TrainingData, DataError> {
         let rows = batch.size;
+        let q_ratio = targets.value_q_ratio;
         let wdl =
             batch.wdl_target.iter().zip(&batch.root_wdl).map(|(z, q)| (1.0 - q_ratio) * z + q_ratio * q).collect();
         let mut data =
@@ -68,15 +84,19 @@ impl TrainingData {
                 continue;
             }
             let target = &mut data.policy[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
+            let mut indices = Vec::new();
             for (code, p) in batch.policy(row) {
                 let index = Move::from_u16(code)
                     .and_then(|mv| policy::index_for(mv, turn))
                     .ok_or(DataError::PolicyMove { row, code })?;
                 target[index] += p;
+                indices.push(index);
             }
             let sum: f32 = target.iter().sum();
             if sum > 0.0 {
-                target.iter_mut().for_each(|p| *p /= sum);
+                let (keep, spread) = (1.0 - targets.policy_smoothing, targets.policy_smoothing / indices.len() as f32);
+                target.iter_mut().for_each(|p| *p *= keep / sum);
+                indices.iter().for_each(|&i| target[i] += spread);
             }
         }
         Ok(data)

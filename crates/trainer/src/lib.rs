@@ -5,7 +5,7 @@
 //! use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 //! use xqz_dataset::{DatasetWriter, ReplayConfig, ReplayWindow, WriterConfig};
 //! use xqz_net::{ModelConfig, Network, TrainConfig, Trainer};
-//! use xqz_trainer::TrainingData;
+//! use xqz_trainer::{Targets, TrainingData};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let (mut writer, _) = DatasetWriter::open(dir.path(), WriterConfig::default())?;
@@ -17,7 +17,7 @@
 //! writer.finish()?;
 //! let window = ReplayWindow::open(dir.path(), ReplayConfig { batch_size: 32, ..Default::default() })?;
 //! let batch = window.epoch(0).next().unwrap();
-//! let data = TrainingData::from_replay(&batch, 0.0)?;
+//! let data = TrainingData::from_replay(&batch, Targets::default())?;
 //! let mut trainer = Trainer::new(Network::new(&ModelConfig::builtin("tiny")?, xqz_net::Device::Cpu), TrainConfig::default());
 //! let losses = trainer.step(&data.batch())?;
 //! assert!(losses.total.is_finite());
@@ -28,6 +28,6 @@ mod data;
 mod publish;
 mod run;
 
-pub use data::{DataError, TrainingData};
+pub use data::{DataError, Targets, TrainingData};
 pub use publish::GrpcPublisher;
 pub use run::{Publisher, RunError, StepReport, TrainerConfig, latest_checkpoint, train};

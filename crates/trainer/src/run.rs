@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use xqz_dataset::{DatasetError, ReplayConfig, ReplayWindow, WindowSize};
 use xqz_net::{CheckpointError, Device, ModelConfig, Network, TrainConfig, TrainError, Trainer};
 
-use crate::data::{DataError, TrainingData};
+use crate::data::{DataError, Targets, TrainingData};
 
 /// How the trainer trains.
 #[derive(Clone, Debug)]
@@ -39,8 +39,8 @@ pub struct TrainerConfig {
     pub window: WindowSize,
     /// Training samples allowed per self-play sample in the dataset.
     pub samples_per_new_sample: f64,
-    /// Share of the search's root estimate in the value target (the rest is the game's result).
-    pub value_q_ratio: f32,
+    /// How batches become value and policy targets.
+    pub targets: Targets,
     /// Samples in the dataset before the first step.
     pub min_samples: usize,
     /// Steps between checkpoints.
@@ -203,7 +203,7 @@ pub fn train(
             let step = trainer.info().training_steps;
             let lr = learning_rate(&config.lr_schedule, step, config.optimizer.learning_rate);
             trainer.set_learning_rate(lr);
-            let losses = trainer.step(&TrainingData::from_replay(&batch, config.value_q_ratio)?.batch())?;
+            let losses = trainer.step(&TrainingData::from_replay(&batch, config.targets)?.batch())?;
             let info = trainer.info();
             let step = info.training_steps;
             if step % config.publish_every.max(1) == 0 || step % config.checkpoint_every.max(1) == 0 {

@@ -3,12 +3,12 @@
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use xiangqi::Color;
+use xiangqi::{Color, Move};
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 use xqz_dataset::{Batch, DatasetWriter, ReplayConfig, ReplayWindow, WriterConfig, decode_board};
 use xqz_net::encoding::{self, History, INPUT_SIZE};
 use xqz_net::policy::{self, POLICY_SIZE};
-use xqz_trainer::TrainingData;
+use xqz_trainer::{Targets, TrainingData};
 
 fn batches(mirror_probability: f64) -> Vec<Batch> {
     let dir = tempfile::tempdir().unwrap();
@@ -28,7 +28,7 @@ fn inputs_and_targets_describe_the_stored_positions() {
     let mut rows = 0;
     let mut mirrored = 0;
     for batch in batches(0.5) {
-        let data = TrainingData::from_replay(&batch, 0.0).unwrap();
+        let data = TrainingData::from_replay(&batch, Targets::default()).unwrap();
         assert_eq!(data.rows(), batch.size);
         for row in 0..batch.size {
             let turn = if batch.side_to_move[row] == 0 { Color::Red } else { Color::Black };
@@ -68,7 +68,7 @@ fn inputs_and_targets_describe_the_stored_positions() {
 fn a_corrupt_board_is_refused_with_its_row() {
     let mut batch = batches(0.0).swap_remove(0);
     batch.boards[3 * 90 + 5] = 99;
-    let err = TrainingData::from_replay(&batch, 0.0).unwrap_err();
+    let err = TrainingData::from_replay(&batch, Targets::default()).unwrap_err();
     assert_eq!(err.to_string(), "row 3: bad board code 99 on square 5");
 }
 
@@ -76,7 +76,7 @@ fn a_corrupt_board_is_refused_with_its_row() {
 fn the_value_target_mixes_the_result_with_the_root_estimate_by_the_q_ratio() {
     let batch = batches(0.0).swap_remove(0);
     for q_ratio in [0.0, 0.25, 1.0] {
-        let data = TrainingData::from_replay(&batch, q_ratio).unwrap();
+        let data = TrainingData::from_replay(&batch, Targets { value_q_ratio: q_ratio, ..Targets::default() }).unwrap();
         for i in 0..batch.size * 3 {
             let expected = (1.0 - q_ratio) * batch.wdl_target[i] + q_ratio * batch.root_wdl[i];
             assert!((data.wdl[i] - expected).abs() < 1e-6, "q_ratio {q_ratio}, entry {i}");
@@ -87,5 +87,34 @@ fn the_value_target_mixes_the_result_with_the_root_estimate_by_the_q_ratio() {
         }
     }
     // The synthetic games' root estimates differ from their results, so the mix is not a no-op.
-    assert_ne!(TrainingData::from_replay(&batch, 0.5).unwrap().wdl, batch.wdl_target);
+    assert_ne!(
+        TrainingData::from_replay(&batch, Targets { value_q_ratio: 0.5, ..Targets::default() }).unwrap().wdl,
+        batch.wdl_target
+    );
+}
+
+#[test]
+fn policy_smoothing_mixes_the_visits_with_a_uniform_spread_over_the_recorded_moves() {
+    let batch = batches(0.0).swap_remove(0);
+    let visits = TrainingData::from_replay(&batch, Targets::default()).unwrap();
+    let smoothing = 0.25;
+    let smoothed =
+        TrainingData::from_replay(&batch, Targets { policy_smoothing: smoothing, ..Targets::default() }).unwrap();
+    let mut checked = 0;
+    for row in (0..batch.size).filter(|&row| batch.full_search[row] == 1) {
+        let turn = if batch.side_to_move[row] == 0 { Color::Red } else { Color::Black };
+        let recorded: Vec<usize> = batch
+            .policy(row)
+            .map(|(code, _)| policy::index_for(Move::from_u16(code).unwrap(), turn).unwrap())
+            .collect();
+        let span = row * POLICY_SIZE..(row + 1) * POLICY_SIZE;
+        for (i, (&v, &s)) in visits.policy[span.clone()].iter().zip(&smoothed.policy[span]).enumerate() {
+            let spread = if recorded.contains(&i) { smoothing / recorded.len() as f32 } else { 0.0 };
+            let expected = (1.0 - smoothing) * v + spread;
+            assert!((s - expected).abs() < 1e-6, "row {row}, index {i}: {s} != {expected}");
+        }
+        checked += 1;
+    }
+    assert!(checked > 0, "no full search in the batch");
+    assert_eq!(smoothed.wdl, visits.wdl);
 }

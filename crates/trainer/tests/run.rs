@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 use xqz_dataset::{DatasetWriter, GrowingWindow, WindowSize, WriterConfig};
 use xqz_net::{Device, ModelConfig, TrainConfig};
-use xqz_trainer::{Publisher, TrainerConfig, latest_checkpoint, train};
+use xqz_trainer::{Publisher, Targets, TrainerConfig, latest_checkpoint, train};
 
 fn dataset(dir: &Path, games: u128) -> u64 {
     let (mut writer, _) = DatasetWriter::open(dir, WriterConfig::default()).unwrap();
@@ -36,7 +36,7 @@ fn config(data: &Path, run: &Path, max_steps: u64) -> TrainerConfig {
         batch_size: 32,
         window: WindowSize::Growing(GrowingWindow::default()),
         samples_per_new_sample: 100.0,
-        value_q_ratio: 0.0,
+        targets: Targets::default(),
         min_samples: 64,
         checkpoint_every: 4,
         publish_every: 8,

@@ -281,6 +281,26 @@ impl Position {
         Bitboard(self.by_color[piece.color.index()] & self.by_kind[piece.kind.index()])
     }
 
+    /// `color`'s material in half-pawns: rook 18, cannon 9, horse 8, advisor and elephant 4, pawn 2
+    /// on its own side of the river and 4 across it (the king counts nothing).
+    ///
+    /// ```
+    /// use xiangqi::{Color, Position};
+    /// let pos = Position::startpos();
+    /// assert_eq!(pos.material(Color::Red), 2 * 18 + 2 * 9 + 2 * 8 + 4 * 4 + 5 * 2);
+    /// ```
+    pub fn material(&self, color: Color) -> u32 {
+        let count = |kind: PieceKind| self.pieces(color, kind).count_ones();
+        let own_side =
+            Bitboard(self.pieces(color, PieceKind::Pawn)).into_iter().filter(|sq| sq.on_own_side(color)).count() as u32;
+        18 * count(PieceKind::Rook)
+            + 9 * count(PieceKind::Cannon)
+            + 8 * count(PieceKind::Horse)
+            + 4 * (count(PieceKind::Advisor) + count(PieceKind::Elephant))
+            + 4 * count(PieceKind::Pawn)
+            - 2 * own_side
+    }
+
     #[inline]
     pub(crate) fn occupied(&self) -> u128 {
         self.by_color[0] | self.by_color[1]

@@ -95,6 +95,50 @@ fn checkmate_and_stalemate_lose_for_the_side_to_move() {
     assert!(mate.position().is_checkmate());
 }
 
+fn adjudicated(fen: &str, moves: &str, margin: u32) -> Game {
+    let config = GameConfig { max_plies: Some(4), material_adjudication: Some(margin), ..GameConfig::default() };
+    let mut game = Game::from_position(Position::from_fen(fen).unwrap(), config);
+    for mv in moves.split_whitespace() {
+        game.push_str(mv).unwrap();
+    }
+    game
+}
+
+#[test]
+fn material_adjudication_gives_length_limits_to_the_side_ahead_by_the_margin() {
+    const ADJUDICATION: &str = "self-play material adjudication";
+    // At the cap: Red's cannon has taken a pawn (one pawn up).
+    let pawn_up = "h2e2 h9g7 e2e6 i9h9";
+    assert_win(&adjudicated(xiangqi::START_FEN, pawn_up, 1), Color::Red, Reason::MaterialAdjudication, ADJUDICATION);
+    assert_draw(&adjudicated(xiangqi::START_FEN, pawn_up, 2), Reason::MaxLength, "self-play length cap");
+    // At the natural move limit: a rook (9 pawns) against a bare king, for either side.
+    let red_rook = "3k5/9/9/9/9/9/9/9/4R4/5K3 w - - 118 60";
+    assert_win(&adjudicated(red_rook, "e1e2 d9d8", 9), Color::Red, Reason::MaterialAdjudication, ADJUDICATION);
+    assert_draw(&adjudicated(red_rook, "e1e2 d9d8", 10), Reason::NaturalMoveLimit, "4.2.4");
+    let black_rook = "3k5/9/9/9/9/9/9/9/4r4/5K3 b - - 118 60";
+    assert_win(&adjudicated(black_rook, "e1e2 f0f1", 9), Color::Black, Reason::MaterialAdjudication, ADJUDICATION);
+    // Other endings stay the rules' own: here the side a rook up loses by perpetual check.
+    let (fen, moves) = PERPETUAL_CHECK;
+    let mut game = Game::from_position(
+        Position::from_fen(fen).unwrap(),
+        GameConfig { material_adjudication: Some(1), ..GameConfig::default() },
+    );
+    for mv in moves.split_whitespace() {
+        game.push_str(mv).unwrap();
+    }
+    assert_win(&game, Color::Black, Reason::PerpetualCheck, "25.1");
+}
+
+#[test]
+fn material_counts_half_pawns_and_crossed_pawns_double() {
+    let start = Position::startpos();
+    assert_eq!(start.material(Color::Red), 96);
+    assert_eq!(start.material(Color::Black), 96);
+    // A red pawn across the river (e5) counts 4, one at home 2; the black side has a rook and a cannon.
+    let pos = Position::from_fen("3k5/9/9/9/4P4/9/P8/9/2r1c4/4K4 w - - 0 1").unwrap();
+    assert_eq!((pos.material(Color::Red), pos.material(Color::Black)), (6, 27));
+}
+
 #[test]
 fn max_length_cap_draws_self_play_games() {
     let config = GameConfig { max_plies: Some(4), ..GameConfig::default() };

@@ -90,11 +90,15 @@ pub struct GameConfig {
     pub natural_limit: Option<u32>,
     /// A hard cap on the game length in plies, for self-play; reaching it is a draw.
     pub max_plies: Option<u32>,
+    /// For self-play: a game that reaches the natural move limit or `max_plies` while one side
+    /// leads by at least this many pawns of material ([`Position::material`]) is won by that
+    /// side ([`Reason::MaterialAdjudication`]) instead of drawn. `None` keeps the rules' draws.
+    pub material_adjudication: Option<u32>,
 }
 
 impl Default for GameConfig {
     fn default() -> GameConfig {
-        GameConfig { ruleset: Ruleset::Chinese2011, natural_limit: None, max_plies: None }
+        GameConfig { ruleset: Ruleset::Chinese2011, natural_limit: None, max_plies: None, material_adjudication: None }
     }
 }
 
@@ -121,6 +125,9 @@ pub enum Reason {
     NoPossibleWin,
     /// The configured maximum game length was reached.
     MaxLength,
+    /// A length limit was reached with one side ahead by the configured material margin
+    /// ([`GameConfig::material_adjudication`], self-play only).
+    MaterialAdjudication,
     /// A side resigned ([`Game::resign`]).
     Resignation,
 }
@@ -139,6 +146,7 @@ impl Reason {
             Reason::NaturalMoveLimit => "natural_move_limit",
             Reason::NoPossibleWin => "no_possible_win",
             Reason::MaxLength => "max_length",
+            Reason::MaterialAdjudication => "material_adjudication",
             Reason::Resignation => "resignation",
         }
     }
@@ -452,7 +460,7 @@ impl Game {
             return Outcome::Draw { verdict: self.verdict(Reason::NoPossibleWin, "4.2.2") };
         }
         if self.config.max_plies.is_some_and(|max| self.plies.len() >= max as usize) {
-            return Outcome::Draw { verdict: self.verdict(Reason::MaxLength, "self-play length cap") };
+            return self.length_end(Outcome::Draw { verdict: self.verdict(Reason::MaxLength, "self-play length cap") });
         }
         Outcome::Ongoing
     }
@@ -460,7 +468,19 @@ impl Game {
     /// The draw by the natural move limit.
     fn natural_limit_draw(&self) -> Outcome {
         let article = if self.config.ruleset == Ruleset::Chinese2011 { "4.2.4" } else { "natural-move-limit" };
-        Outcome::Draw { verdict: self.verdict(Reason::NaturalMoveLimit, article) }
+        self.length_end(Outcome::Draw { verdict: self.verdict(Reason::NaturalMoveLimit, article) })
+    }
+
+    /// `draw`, a length limit's, unless material adjudication gives the game to a side.
+    fn length_end(&self, draw: Outcome) -> Outcome {
+        let Some(margin) = self.config.material_adjudication else { return draw };
+        let [red, black] = [Color::Red, Color::Black].map(|c| i64::from(self.pos.material(c)));
+        let lead = red - black;
+        if lead == 0 || lead.unsigned_abs() < 2 * u64::from(margin) {
+            return draw;
+        }
+        let winner = if lead > 0 { Color::Red } else { Color::Black };
+        Outcome::Win { winner, verdict: self.verdict(Reason::MaterialAdjudication, "self-play material adjudication") }
     }
 
     /// Whether the plies since the last capture reach the natural move limit. Under the 2011
