@@ -46,6 +46,13 @@ pub struct CoordinatorArgs {
     /// --max-plies (0: such games are draws, as under the rules).
     #[arg(long, default_value_t = 0)]
     material_adjudication: u32,
+    /// A self-play repetition the rules call a draw is lost by the side that completed it.
+    #[arg(long)]
+    repeater_loses: bool,
+    /// Have workers record Gumbel MuZero's completed-Q policy (priors shifted by the searched values) as the
+    /// policy target of full searches instead of the visit fractions.
+    #[arg(long)]
+    completed_q_policy: bool,
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.
@@ -80,6 +87,8 @@ pub fn run(args: &CoordinatorArgs) -> Result<()> {
         late_temperature: args.late_temperature,
         root_policy_temperature: args.root_policy_temperature,
         material_adjudication: args.material_adjudication,
+        repeater_loses: args.repeater_loses,
+        completed_q_policy: args.completed_q_policy,
         ..Settings::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;

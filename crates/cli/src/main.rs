@@ -64,6 +64,10 @@ enum Command {
         /// Material lead in pawns that wins a game ending at a length limit (self-play's rule).
         #[arg(long)]
         material_adjudication: Option<u32>,
+        /// A repetition the rules call a draw is lost by the side that completed it (self-play's
+        /// rule).
+        #[arg(long)]
+        repeater_loses: bool,
     },
     /// Self-play datasets: inspect shards, statistics, Parquet and text export.
     Data {
@@ -107,9 +111,17 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Result<()> {
     match command {
         Command::Perft { fen, depth, divide: split } => run_perft(&fen, depth, split),
-        Command::Adjudicate { fen, moves, ruleset, natural_limit, max_plies, material_adjudication } => {
+        Command::Adjudicate {
+            fen,
+            moves,
+            ruleset,
+            natural_limit,
+            max_plies,
+            material_adjudication,
+            repeater_loses,
+        } => {
             let start = Position::from_fen(&fen).with_context(|| format!("invalid FEN {fen:?}"))?;
-            let config = GameConfig { ruleset, natural_limit, max_plies, material_adjudication };
+            let config = GameConfig { ruleset, natural_limit, max_plies, material_adjudication, repeater_loses };
             let mut game = Game::from_position(start, config);
             for text in moves.split_whitespace() {
                 game.push_str(text)?;

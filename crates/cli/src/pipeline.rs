@@ -59,6 +59,14 @@ pub struct RunArgs {
     /// --max-plies (0: such games are draws, as under the rules).
     #[arg(long, default_value_t = 0)]
     material_adjudication: u32,
+    /// A self-play repetition the rules call a draw is lost by the side that completed it, so
+    /// that neither side learns to shuffle (evaluation matches keep the rules' draws).
+    #[arg(long)]
+    repeater_loses: bool,
+    /// Record Gumbel MuZero's completed-Q policy (priors shifted by the searched values) as the
+    /// policy target of full searches instead of the visit fractions.
+    #[arg(long)]
+    completed_q_policy: bool,
     /// Rows per training step.
     #[arg(long, default_value_t = 256)]
     batch_size: usize,
@@ -76,6 +84,10 @@ pub struct RunArgs {
     /// (the rest is the search's visits).
     #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_ratio)]
     policy_smoothing: f32,
+    /// Plies over which the game result's share of the value target fades, the search's root
+    /// estimate taking the rest (TD(lambda)-like; 0: the share does not fade).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_horizon)]
+    result_horizon: f32,
     /// Steps between published models.
     #[arg(long, default_value_t = 200)]
     publish_every: u64,
@@ -162,29 +174,31 @@ pub fn run(args: &RunArgs) -> Result<()> {
     println!("run {} in {}{}", args.name, dir.display(), if resumed { " (resumed)" } else { "" });
 
     // The coordinator first: the others need its address.
-    let mut coordinator = Role::spawn(
-        "coordinator",
-        &[
-            "coordinator".into(),
-            "--listen".into(),
-            "127.0.0.1:0".into(),
-            "--data".into(),
-            dir.join("coordinator").display().to_string(),
-            "--max-plies".into(),
-            args.max_plies.to_string(),
-            "--playouts".into(),
-            args.playouts.to_string(),
-            "--cheap-playouts".into(),
-            args.cheap_playouts.to_string(),
-            "--late-temperature".into(),
-            args.late_temperature.to_string(),
-            "--root-policy-temperature".into(),
-            args.root_policy_temperature.to_string(),
-            "--material-adjudication".into(),
-            args.material_adjudication.to_string(),
-        ],
-        &logs.join("coordinator.log"),
-    )?;
+    let mut coordinator_args: Vec<String> = vec![
+        "coordinator".into(),
+        "--listen".into(),
+        "127.0.0.1:0".into(),
+        "--data".into(),
+        dir.join("coordinator").display().to_string(),
+        "--max-plies".into(),
+        args.max_plies.to_string(),
+        "--playouts".into(),
+        args.playouts.to_string(),
+        "--cheap-playouts".into(),
+        args.cheap_playouts.to_string(),
+        "--late-temperature".into(),
+        args.late_temperature.to_string(),
+        "--root-policy-temperature".into(),
+        args.root_policy_temperature.to_string(),
+        "--material-adjudication".into(),
+        args.material_adjudication.to_string(),
+    ];
+    for (on, flag) in [(args.repeater_loses, "--repeater-loses"), (args.completed_q_policy, "--completed-q-policy")] {
+        if on {
+            coordinator_args.push(flag.into());
+        }
+    }
+    let mut coordinator = Role::spawn("coordinator", &coordinator_args, &logs.join("coordinator.log"))?;
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     follow(&mut coordinator.child, logs.join("coordinator.log"), move |line| {
         if let Some(addr) = line.strip_prefix("listening on ") {
@@ -242,6 +256,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             args.value_q_ratio.to_string(),
             "--policy-smoothing".into(),
             args.policy_smoothing.to_string(),
+            "--result-horizon".into(),
+            args.result_horizon.to_string(),
             "--publish-every".into(),
             args.publish_every.to_string(),
             "--checkpoint-every".into(),

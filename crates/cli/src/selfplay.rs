@@ -48,6 +48,10 @@ pub struct SelfPlayArgs {
     /// 1 flattens them against the policy's collapse with few playouts).
     #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
     root_policy_temperature: f32,
+    /// Record Gumbel MuZero's completed-Q policy (priors shifted by the searched values) as the
+    /// policy target of full searches instead of the visit fractions.
+    #[arg(long)]
+    completed_q_policy: bool,
     /// Fraction of moves with a full search (1 turns playout cap randomization off).
     #[arg(long, default_value_t = 0.25)]
     full_fraction: f64,
@@ -73,6 +77,9 @@ pub struct SelfPlayArgs {
     /// (0: such games are draws, as under the rules).
     #[arg(long, default_value_t = 0)]
     material_adjudication: u32,
+    /// A repetition the rules call a draw is lost by the side that completed it.
+    #[arg(long)]
+    repeater_loses: bool,
     /// Play every game to its end.
     #[arg(long)]
     no_resign: bool,
@@ -102,6 +109,7 @@ impl SelfPlayArgs {
             cheap_playouts: self.cheap_playouts,
             late_temperature: self.late_temperature,
             root_policy_temperature: self.root_policy_temperature,
+            completed_q_policy: self.completed_q_policy,
             full_search_probability: self.full_fraction,
             threads: self.threads,
             games_per_thread: self.games_per_thread,
@@ -112,6 +120,7 @@ impl SelfPlayArgs {
                 max_plies: Some(self.max_plies),
                 natural_limit: None,
                 material_adjudication: (self.material_adjudication > 0).then_some(self.material_adjudication),
+                repeater_loses: self.repeater_loses,
             },
             ..SelfPlayConfig::default()
         }

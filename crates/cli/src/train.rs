@@ -55,6 +55,10 @@ pub struct TrainArgs {
     /// (the rest is the search's visits).
     #[arg(long, default_value_t = 0.0, value_parser = parse_ratio)]
     policy_smoothing: f32,
+    /// Plies over which the game result's share of the value target fades, the search's root
+    /// estimate taking the rest (TD(lambda)-like; 0: the share does not fade).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_horizon)]
+    result_horizon: f32,
     /// Samples in the dataset before the first step.
     #[arg(long, default_value_t = 2048)]
     min_samples: usize,
@@ -99,6 +103,14 @@ pub fn parse_ratio(text: &str) -> Result<f32, String> {
     }
 }
 
+/// A fade length in plies: 0 (off) or a positive, finite number.
+pub fn parse_horizon(text: &str) -> Result<f32, String> {
+    match text.parse::<f32>() {
+        Ok(h) if h >= 0.0 && h.is_finite() => Ok(h),
+        _ => Err(format!("expected a number of plies, 0 or more, got {text:?}")),
+    }
+}
+
 pub fn run(args: &TrainArgs) -> Result<()> {
     let lr_schedule = parse_schedule(&args.lr_schedule)?;
     let config = TrainerConfig {
@@ -115,7 +127,11 @@ pub fn run(args: &TrainArgs) -> Result<()> {
         batch_size: args.batch_size,
         window: WindowSize::Growing(GrowingWindow::default()),
         samples_per_new_sample: args.samples_per_sample,
-        targets: Targets { value_q_ratio: args.value_q_ratio, policy_smoothing: args.policy_smoothing },
+        targets: Targets {
+            value_q_ratio: args.value_q_ratio,
+            policy_smoothing: args.policy_smoothing,
+            result_horizon: args.result_horizon,
+        },
         min_samples: args.min_samples,
         checkpoint_every: args.checkpoint_every,
         publish_every: args.publish_every,

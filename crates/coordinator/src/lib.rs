@@ -57,6 +57,12 @@ pub struct Settings {
     /// Material lead in pawns that wins a game ending at a length limit (0: such games are
     /// draws); see `GameConfig::material_adjudication`.
     pub material_adjudication: u32,
+    /// Whether an allowed repetition is lost by the side that completed it (false: a draw);
+    /// see `GameConfig::repeater_loses`.
+    pub repeater_loses: bool,
+    /// Whether full searches record the completed-Q policy instead of visit fractions; see
+    /// `SelfPlayConfig::completed_q_policy`.
+    pub completed_q_policy: bool,
 }
 
 impl Default for Settings {
@@ -70,6 +76,8 @@ impl Default for Settings {
             late_temperature: xqz_mcts::SelfPlayConfig::default().late_temperature,
             root_policy_temperature: xqz_mcts::SelfPlayConfig::default().root_policy_temperature,
             material_adjudication: 0,
+            repeater_loses: false,
+            completed_q_policy: false,
         }
     }
 }

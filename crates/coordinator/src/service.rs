@@ -101,6 +101,8 @@ impl CoordinatorService {
             late_temperature: s.late_temperature,
             root_policy_temperature: s.root_policy_temperature,
             material_adjudication: s.material_adjudication,
+            repeater_loses: s.repeater_loses,
+            completed_q_policy: s.completed_q_policy,
         }
     }
 

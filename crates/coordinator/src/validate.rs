@@ -87,6 +87,7 @@ pub(crate) fn validate_game(
         max_plies: Some(settings.max_plies),
         natural_limit: None,
         material_adjudication: (settings.material_adjudication > 0).then_some(settings.material_adjudication),
+        repeater_loses: settings.repeater_loses,
     };
     let mut game = Game::from_position(start, config);
     let mut searches = Vec::with_capacity(sub.moves.len());
@@ -160,6 +161,15 @@ mod tests {
         }
     }
 
+    /// A submission of `moves`, each searched with all visits on the move played.
+    fn game_of(moves: &[&str]) -> GameSubmission {
+        let mut sub = two_move_draw();
+        sub.moves = moves.iter().map(|&m| code(m)).collect();
+        sub.plies =
+            sub.moves.iter().map(|&m| v1::PlySearch { policy_moves: vec![m], ..sub.plies[0].clone() }).collect();
+        sub
+    }
+
     fn settings() -> Settings {
         Settings { max_plies: 2, ..Settings::default() }
     }
@@ -194,10 +204,7 @@ mod tests {
     #[test]
     fn material_adjudication_follows_the_coordinator_settings() {
         // Red's cannon takes a pawn; the game reaches the 4-ply cap a pawn up.
-        let moves: Vec<u32> = ["h2e2", "h9g7", "e2e6", "i9h9"].map(code).to_vec();
-        let mut sub = two_move_draw();
-        sub.plies = moves.iter().map(|&m| v1::PlySearch { policy_moves: vec![m], ..sub.plies[0].clone() }).collect();
-        sub.moves = moves;
+        let mut sub = game_of(&["h2e2", "h9g7", "e2e6", "i9h9"]);
         let capped = Settings { max_plies: 4, ..Settings::default() };
         let adjudicating = Settings { material_adjudication: 1, ..capped.clone() };
         let (record, _) = validate_game(0, &sub, &capped, 0, "w").unwrap();
@@ -221,5 +228,22 @@ mod tests {
         assert_eq!(record.result, GameResult::BlackWin);
         sub.result = "draw".into();
         assert!(validate_game(0, &sub, &long, 0, "w").is_err());
+    }
+
+    #[test]
+    fn repeater_loses_follows_the_coordinator_settings() {
+        // Both sides idle; Black's last move makes the third occurrence of the start position.
+        let mut sub = game_of(&["b0c2", "b9c7", "c2b0", "c7b9", "b0c2", "b9c7", "c2b0", "c7b9"]);
+        let rules = Settings::default();
+        let adjudicating = Settings { repeater_loses: true, ..Settings::default() };
+        sub.reason = "allowed_repetition".into();
+        let (record, _) = validate_game(0, &sub, &rules, 0, "w").unwrap();
+        assert_eq!((record.result, record.reason.as_str()), (GameResult::Draw, "allowed_repetition"));
+        assert!(validate_game(0, &sub, &adjudicating, 0, "w").unwrap_err().contains("repetition_adjudication"));
+        (sub.result, sub.reason) = ("red".into(), "repetition_adjudication".into());
+        let (record, samples) = validate_game(0, &sub, &adjudicating, 0, "w").unwrap();
+        assert_eq!((record.result, record.reason.as_str()), (GameResult::RedWin, "repetition_adjudication"));
+        assert_eq!(samples.iter().map(|s| s.result).collect::<Vec<_>>(), [1, -1, 1, -1, 1, -1, 1, -1]);
+        assert!(validate_game(0, &sub, &rules, 0, "w").unwrap_err().contains("allowed_repetition"));
     }
 }

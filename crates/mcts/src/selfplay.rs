@@ -65,6 +65,10 @@ pub struct SelfPlayConfig {
     /// visits, and so the policy target, lose the prior's tail, and training on them sharpens
     /// the policy move after move until self-play only repeats itself.
     pub root_policy_temperature: f32,
+    /// The policy target of a full search: Gumbel MuZero's completed-Q policy
+    /// ([`RootStats::completed_q_policy`](crate::RootStats::completed_q_policy)) instead of the
+    /// visit fractions.
+    pub completed_q_policy: bool,
     /// Resignation; `None` plays every game to its end.
     pub resign: Option<ResignConfig>,
     /// Rules and limits of the games.
@@ -92,6 +96,7 @@ impl Default for SelfPlayConfig {
             temperature_plies: 20,
             late_temperature: 1.0,
             root_policy_temperature: 1.0,
+            completed_q_policy: false,
             resign: Some(ResignConfig::default()),
             game: GameConfig { max_plies: Some(300), ..GameConfig::default() },
             reuse_tree: true,
@@ -113,7 +118,8 @@ pub fn game_seed(base: u64, index: u64) -> u64 {
 /// The search made before one move.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlyRecord {
-    /// Visit fractions of the legal moves (the policy target when `full_search`).
+    /// The policy target when `full_search`: the visit fractions of the legal moves, or the
+    /// completed-Q policy ([`SelfPlayConfig::completed_q_policy`]).
     pub policy: Vec<(Move, f32)>,
     /// The search's win/draw/loss for the side to move.
     pub root_wdl: [f32; 3],
@@ -212,6 +218,8 @@ struct Slot {
     seed: u64,
     rng: ChaCha8Rng,
     tree: Tree,
+    /// The network's priors of the root's moves, kept before tempering and noise.
+    priors: Vec<f32>,
     plies: Vec<PlyRecord>,
     target: u32,
     full: bool,
@@ -232,6 +240,7 @@ impl Slot {
             seed,
             rng,
             tree: Tree::new(Game::new(config.game)),
+            priors: Vec::new(),
             plies: Vec::new(),
             target: 0,
             full: false,
@@ -255,6 +264,7 @@ impl Slot {
     /// once the search is done. Returns the finished game, if this move ended it.
     fn advance(&mut self, config: &SelfPlayConfig) -> Option<SelfPlayGame> {
         if self.root_pending && self.tree.root_expanded() {
+            self.priors = self.tree.root().children.iter().map(|c| c.2).collect();
             self.tree.temper_root_priors(config.root_policy_temperature);
             if config.dirichlet_fraction > 0.0 {
                 self.tree.add_root_noise(config.dirichlet_alpha, config.dirichlet_fraction, &mut self.rng);
@@ -270,12 +280,9 @@ impl Slot {
         let temperature =
             if (ply as u32) < config.temperature_plies { config.temperature } else { config.late_temperature };
         let mv = root.sample_move(temperature, &mut self.rng).expect("an ongoing game has moves");
-        self.plies.push(PlyRecord {
-            policy: root.policy(),
-            root_wdl: root.wdl,
-            full_search: self.full,
-            playouts: root.playouts(),
-        });
+        let policy =
+            if self.full && config.completed_q_policy { root.completed_q_policy(&self.priors) } else { root.policy() };
+        self.plies.push(PlyRecord { policy, root_wdl: root.wdl, full_search: self.full, playouts: root.playouts() });
         if let Some(resign) = config.resign {
             let streak = &mut self.streak[side.index()];
             *streak = if root.value() < resign.threshold { *streak + 1 } else { 0 };

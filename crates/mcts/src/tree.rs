@@ -102,6 +102,9 @@ pub enum Selection {
 pub struct RootStats {
     /// The root's legal moves, their visits and priors.
     pub children: Vec<(Move, u32, f32)>,
+    /// Each root move's mean value (win - loss) for the side to move at the root, in the order
+    /// of `children`; `None` if it was never visited.
+    pub values: Vec<Option<f32>>,
     /// The root position's win/draw/loss for the side to move, from the search.
     pub wdl: [f32; 3],
 }
@@ -116,6 +119,40 @@ impl RootStats {
     pub fn policy(&self) -> Vec<(Move, f32)> {
         let total = self.playouts().max(1) as f32;
         self.children.iter().map(|&(mv, n, _)| (mv, n as f32 / total)).collect()
+    }
+
+    /// Gumbel MuZero's improved policy (Danihelka et al. 2022): `softmax(log prior + sigma(q))`
+    /// with `sigma(q) = (50 + max visits) * 0.1 * q` for `q` in [0, 1], where an unvisited move's
+    /// `q` is the prior-weighted mean of the visited ones. Unlike visit fractions, which with few
+    /// playouts mostly echo the priors, it moves probability only as far as the search's values
+    /// differ, so training on it cannot sharpen the policy by itself. `priors` are the network's,
+    /// one per root move (before root noise).
+    ///
+    /// # Panics
+    /// If `priors` has not one entry per root move.
+    pub fn completed_q_policy(&self, priors: &[f32]) -> Vec<(Move, f32)> {
+        const C_VISIT: f32 = 50.0;
+        const C_SCALE: f32 = 0.1;
+        assert_eq!(priors.len(), self.children.len(), "one prior per root move");
+        let (mut mass, mut weighted) = (0.0, 0.0);
+        for (&p, q) in priors.iter().zip(&self.values) {
+            if let Some(q) = q {
+                mass += p;
+                weighted += p * q;
+            }
+        }
+        let unvisited = if mass > 0.0 { weighted / mass } else { self.value() };
+        let max_visits = self.children.iter().map(|c| c.1).max().unwrap_or(0) as f32;
+        let scale = (C_VISIT + max_visits) * C_SCALE;
+        let logits: Vec<f32> = priors
+            .iter()
+            .zip(&self.values)
+            .map(|(&p, q)| p.max(1e-8).ln() + scale * (q.unwrap_or(unvisited) + 1.0) / 2.0)
+            .collect();
+        let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let weights: Vec<f32> = logits.iter().map(|l| (l - top).exp()).collect();
+        let total: f32 = weights.iter().sum();
+        self.children.iter().zip(weights).map(|(c, w)| (c.0, w / total)).collect()
     }
 
     /// The most visited move (ties to the higher prior).
@@ -389,12 +426,19 @@ impl Tree {
     pub fn root(&self) -> RootStats {
         let children =
             self.children(0).map(|i| (self.nodes[i].mv, self.nodes[i].visits, self.nodes[i].prior)).collect();
+        let values = self
+            .children(0)
+            .map(|i| {
+                let node = &self.nodes[i];
+                (node.visits > 0).then(|| node.value_sum / node.visits as f32)
+            })
+            .collect();
         let root = &self.nodes[0];
         let n = root.visits.max(1) as f32;
         let (value, draw) = (-root.value_sum / n, root.draw_sum / n);
         let win = ((1.0 + value - draw) / 2.0).clamp(0.0, 1.0);
         let loss = ((1.0 - value - draw) / 2.0).clamp(0.0, 1.0);
-        RootStats { children, wdl: [win, draw.clamp(0.0, 1.0), loss] }
+        RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss] }
     }
 
     /// The root's moves, most visited first (ties to the higher prior), each with its principal

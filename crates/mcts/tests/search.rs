@@ -7,8 +7,8 @@ use std::sync::atomic::AtomicBool;
 use xiangqi::game::{Game, GameConfig, Reason};
 use xiangqi::{Move, Position};
 use xqz_mcts::{
-    EvalError, Evaluation, Evaluator, MaterialEvaluator, SearchConfig, SelfPlayConfig, Tree, UniformEvaluator, replay,
-    search, search_until, self_play,
+    EvalError, Evaluation, Evaluator, MaterialEvaluator, RootStats, SearchConfig, SelfPlayConfig, Tree,
+    UniformEvaluator, replay, search, search_until, self_play,
 };
 
 fn game(fen: &str, moves: &str) -> Game {
@@ -263,4 +263,39 @@ fn resignation_ends_lost_games_and_checks_false_positives() {
         assert_eq!(g.resign_false_positive().is_some(), g.resignation.is_some());
     }
     assert!(games.iter().any(|g| !g.resign_allowed), "some games never resign");
+}
+
+#[test]
+fn the_completed_q_policy_moves_prior_mass_by_the_searched_values_only() {
+    let [a, b, c] = [mv("h2e2"), mv("b2e2"), mv("h0g2")];
+    let root = RootStats {
+        children: vec![(a, 3, 0.5), (b, 1, 0.25), (c, 0, 0.25)],
+        values: vec![Some(0.5), Some(-0.5), None],
+        wdl: [0.4, 0.3, 0.3],
+    };
+    let policy: Vec<f32> = root.completed_q_policy(&[0.5, 0.25, 0.25]).iter().map(|e| e.1).collect();
+    assert!((policy.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+    // sigma scales q in [0, 1] by (50 + 3 visits) * 0.1: a is worth 5.3 / 2 more logits than b.
+    let logit = |i: usize, prior: f32| (policy[i] / prior).ln();
+    assert!((logit(0, 0.5) - logit(1, 0.25) - 5.3 / 2.0).abs() < 1e-4);
+    // The unvisited move is valued at the visited moves' prior-weighted mean, (0.25 - 0.125) / 0.75.
+    assert!((logit(0, 0.5) - logit(2, 0.25) - 5.3 * (0.5 - 1.0 / 6.0) / 2.0).abs() < 1e-4);
+
+    // Where the search finds nothing to tell the moves apart, the target is the prior itself.
+    let mut tree = Tree::new(Game::new(GameConfig::default()));
+    search(&mut tree, &mut UniformEvaluator, 64, &SearchConfig::default()).unwrap();
+    let root = tree.root();
+    let priors: Vec<f32> = root.children.iter().map(|c| c.2).collect();
+    for ((_, p), prior) in root.completed_q_policy(&priors).iter().zip(&priors) {
+        assert!((p - prior).abs() < 1e-6);
+    }
+
+    // A free rook: the material search values the capture highest, and the target follows.
+    let mut tree = Tree::new(game("4k4/9/9/9/9/9/9/r8/9/R2K5 w", ""));
+    search(&mut tree, &mut MaterialEvaluator, 200, &SearchConfig::default()).unwrap();
+    let root = tree.root();
+    let priors: Vec<f32> = root.children.iter().map(|c| c.2).collect();
+    let policy = root.completed_q_policy(&priors);
+    let top = policy.iter().max_by(|x, y| x.1.total_cmp(&y.1)).unwrap();
+    assert_eq!(top.0, mv("a0a2"));
 }

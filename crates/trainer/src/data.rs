@@ -40,6 +40,19 @@ pub struct Targets {
     /// with few playouts the visits of an untrained network are noise, and a policy fitted to
     /// them narrows later searches onto that noise.
     pub policy_smoothing: f32,
+    /// Plies over which the result's share of the value target fades (0: it does not): the
+    /// result's share is `(1 - value_q_ratio) * exp(-plies_to_end / result_horizon)` and the
+    /// search's root estimate takes the rest, as in TD(lambda): a result many plies away says
+    /// little about the position, and a network fitted to it learns confident noise.
+    pub result_horizon: f32,
+}
+
+impl Targets {
+    /// The game result's share of the value target for a position `plies_to_end` from the end.
+    pub fn result_share(&self, plies_to_end: f32) -> f32 {
+        let fade = if self.result_horizon > 0.0 { (-plies_to_end / self.result_horizon).exp() } else { 1.0 };
+        (1.0 - self.value_q_ratio) * fade
+    }
 }
 
 /// Dense training arrays for one batch; [`TrainingData::batch`] lends them to the trainer.
@@ -52,19 +65,22 @@ pub struct TrainingData {
     /// so add nothing to the policy loss.
     pub policy: Vec<f32>,
     /// Value targets for the side to move, `rows * 3` (win, draw, loss): the game's result, mixed
-    /// with the search's root estimate by [`Targets::value_q_ratio`].
+    /// with the search's root estimate by [`Targets::result_share`].
     pub wdl: Vec<f32>,
 }
 
 impl TrainingData {
-    /// Converts a replay batch. The value target is `(1 - q) * result + q * root WDL` and the
-    /// policy target `(1 - s) * visits + s * uniform` over the recorded moves, with `q`
-    /// and `s` from `targets`.
+    /// Converts a replay batch. The value target is `r * result + (1 - r) * root WDL`, with
+    /// `r` from [`Targets::result_share`], and the policy target `(1 - s) * visits + s * uniform`
+    /// over the recorded moves, with `s` from `targets`.
     pub fn from_replay(batch: &Batch, targets: Targets) -> Result<TrainingData, DataError> {
         let rows = batch.size;
-        let q_ratio = targets.value_q_ratio;
-        let wdl =
-            batch.wdl_target.iter().zip(&batch.root_wdl).map(|(z, q)| (1.0 - q_ratio) * z + q_ratio * q).collect();
+        let wdl = (0..rows * 3)
+            .map(|i| {
+                let r = targets.result_share(batch.plies_to_end[i / 3]);
+                r * batch.wdl_target[i] + (1.0 - r) * batch.root_wdl[i]
+            })
+            .collect();
         let mut data =
             TrainingData { inputs: vec![0.0; rows * INPUT_SIZE], policy: vec![0.0; rows * POLICY_SIZE], wdl };
         for row in 0..rows {

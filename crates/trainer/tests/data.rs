@@ -94,6 +94,24 @@ fn the_value_target_mixes_the_result_with_the_root_estimate_by_the_q_ratio() {
 }
 
 #[test]
+fn with_a_result_horizon_the_result_fades_into_the_root_estimate_with_the_plies_to_the_end() {
+    let batch = batches(0.0).swap_remove(0);
+    let targets = Targets { value_q_ratio: 0.2, result_horizon: 10.0, ..Targets::default() };
+    let data = TrainingData::from_replay(&batch, targets).unwrap();
+    for row in 0..batch.size {
+        let share = 0.8 * (-batch.plies_to_end[row] / 10.0).exp();
+        for i in row * 3..row * 3 + 3 {
+            let expected = share * batch.wdl_target[i] + (1.0 - share) * batch.root_wdl[i];
+            assert!((data.wdl[i] - expected).abs() < 1e-6, "row {row}, entry {i}: {} != {expected}", data.wdl[i]);
+        }
+    }
+    // The last position of a game keeps the plain mix; one 10 plies away a third of its result.
+    assert_eq!(targets.result_share(0.0), 0.8);
+    assert!((targets.result_share(10.0) - 0.8 / std::f32::consts::E).abs() < 1e-6);
+    assert_eq!(Targets { value_q_ratio: 0.2, ..Targets::default() }.result_share(1000.0), 0.8);
+}
+
+#[test]
 fn policy_smoothing_mixes_the_visits_with_a_uniform_spread_over_the_recorded_moves() {
     let batch = batches(0.0).swap_remove(0);
     let visits = TrainingData::from_replay(&batch, Targets::default()).unwrap();

@@ -253,6 +253,7 @@ impl Session {
             late_temperature: s.late_temperature,
             // 0 is what a coordinator without the field sends.
             root_policy_temperature: if s.root_policy_temperature == 0.0 { 1.0 } else { s.root_policy_temperature },
+            completed_q_policy: s.completed_q_policy,
             threads: self.config.threads.max(1),
             games_per_thread: self.config.games_per_thread.max(1),
             seed: rand::random(),
@@ -261,6 +262,7 @@ impl Session {
                 max_plies: (s.max_plies > 0).then_some(s.max_plies),
                 natural_limit: None,
                 material_adjudication: (s.material_adjudication > 0).then_some(s.material_adjudication),
+                repeater_loses: s.repeater_loses,
             },
             ..SelfPlayConfig::default()
         })

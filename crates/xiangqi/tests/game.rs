@@ -129,6 +129,33 @@ fn material_adjudication_gives_length_limits_to_the_side_ahead_by_the_margin() {
     assert_win(&game, Color::Black, Reason::PerpetualCheck, "25.1");
 }
 
+fn repeater_loses(fen: &str, moves: &str) -> Game {
+    let config = GameConfig { repeater_loses: true, ..GameConfig::default() };
+    let mut game = Game::from_position(Position::from_fen(fen).unwrap(), config);
+    for mv in moves.split_whitespace() {
+        game.push_str(mv).unwrap();
+    }
+    game
+}
+
+#[test]
+fn repeater_loses_gives_an_allowed_repetition_to_the_side_that_did_not_complete_it() {
+    const ADJUDICATION: &str = "self-play repetition adjudication";
+    // Both sides idle: Black's eighth ply makes the third occurrence, so Red wins.
+    let idle = "b0c2 b9c7 c2b0 c7b9 b0c2 b9c7 c2b0 c7b9";
+    assert_win(&repeater_loses(xiangqi::START_FEN, idle), Color::Red, Reason::RepetitionAdjudication, ADJUDICATION);
+    // Red idles first from the third ply on: Red's ninth ply completes it, so Black wins.
+    let late = "b0c2 b9c7 h0g2 c7b9 g2h0 b9c7 h0g2 c7b9 g2h0";
+    let game = repeater_loses(xiangqi::START_FEN, late);
+    assert_win(&game, Color::Black, Reason::RepetitionAdjudication, ADJUDICATION);
+    // Before the third occurrence nothing is decided.
+    let all: Vec<&str> = late.split_whitespace().collect();
+    assert_eq!(repeater_loses(xiangqi::START_FEN, &all[..all.len() - 1].join(" ")).outcome(), Outcome::Ongoing);
+    // Forbidden repetitions keep their rulings: the perpetual checker loses.
+    let (fen, moves) = PERPETUAL_CHECK;
+    assert_win(&repeater_loses(fen, moves), Color::Black, Reason::PerpetualCheck, "25.1");
+}
+
 #[test]
 fn material_counts_half_pawns_and_crossed_pawns_double() {
     let start = Position::startpos();

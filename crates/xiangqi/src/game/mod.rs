@@ -94,11 +94,21 @@ pub struct GameConfig {
     /// leads by at least this many pawns of material ([`Position::material`]) is won by that
     /// side ([`Reason::MaterialAdjudication`]) instead of drawn. `None` keeps the rules' draws.
     pub material_adjudication: Option<u32>,
+    /// For self-play: a repetition the rules call a draw ([`Reason::AllowedRepetition`]) is
+    /// lost by the side whose move completed it ([`Reason::RepetitionAdjudication`]). Forbidden
+    /// repetitions (perpetual check, chase) are ruled as the rules say. `false` keeps the draws.
+    pub repeater_loses: bool,
 }
 
 impl Default for GameConfig {
     fn default() -> GameConfig {
-        GameConfig { ruleset: Ruleset::Chinese2011, natural_limit: None, max_plies: None, material_adjudication: None }
+        GameConfig {
+            ruleset: Ruleset::Chinese2011,
+            natural_limit: None,
+            max_plies: None,
+            material_adjudication: None,
+            repeater_loses: false,
+        }
     }
 }
 
@@ -128,6 +138,9 @@ pub enum Reason {
     /// A length limit was reached with one side ahead by the configured material margin
     /// ([`GameConfig::material_adjudication`], self-play only).
     MaterialAdjudication,
+    /// A repetition the rules call a draw, lost by the side that completed it
+    /// ([`GameConfig::repeater_loses`], self-play only).
+    RepetitionAdjudication,
     /// A side resigned ([`Game::resign`]).
     Resignation,
 }
@@ -147,6 +160,7 @@ impl Reason {
             Reason::NoPossibleWin => "no_possible_win",
             Reason::MaxLength => "max_length",
             Reason::MaterialAdjudication => "material_adjudication",
+            Reason::RepetitionAdjudication => "repetition_adjudication",
             Reason::Resignation => "resignation",
         }
     }
@@ -451,7 +465,7 @@ impl Game {
             return self.natural_limit_draw();
         }
         if let Some(outcome) = self.judge_repetition() {
-            return outcome;
+            return self.repetition_end(outcome);
         }
         if !natural_first && self.natural_limit_reached() {
             return self.natural_limit_draw();
@@ -481,6 +495,17 @@ impl Game {
         }
         let winner = if lead > 0 { Color::Red } else { Color::Black };
         Outcome::Win { winner, verdict: self.verdict(Reason::MaterialAdjudication, "self-play material adjudication") }
+    }
+
+    /// A repetition's ruling, unless self-play gives an allowed repetition to the side that did
+    /// not complete it.
+    fn repetition_end(&self, ruling: Outcome) -> Outcome {
+        let allowed = ruling.verdict().is_some_and(|v| v.reason == Reason::AllowedRepetition);
+        if !(allowed && self.config.repeater_loses) {
+            return ruling;
+        }
+        let verdict = self.verdict(Reason::RepetitionAdjudication, "self-play repetition adjudication");
+        Outcome::Win { winner: self.pos.turn(), verdict }
     }
 
     /// Whether the plies since the last capture reach the natural move limit. Under the 2011
