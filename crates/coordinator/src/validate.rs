@@ -201,20 +201,29 @@ mod tests {
         assert!(validate_game(0, &sub, &settings(), 0, "w").unwrap_err().contains("bad FEN"));
     }
 
+    /// `moves` end in a draw by `draw` under `rules` and in a Red win by `win` under `adjudicating`;
+    /// each claim is accepted only under its own settings.
+    fn assert_adjudication(moves: &[&str], rules: &Settings, draw: &str, adjudicating: &Settings, win: &str) {
+        let mut sub = game_of(moves);
+        sub.reason = draw.into();
+        let (record, _) = validate_game(0, &sub, rules, 0, "w").unwrap();
+        assert_eq!((record.result, record.reason.as_str()), (GameResult::Draw, draw));
+        assert!(validate_game(0, &sub, adjudicating, 0, "w").unwrap_err().contains(win));
+        (sub.result, sub.reason) = ("red".into(), win.into());
+        let (record, samples) = validate_game(0, &sub, adjudicating, 0, "w").unwrap();
+        assert_eq!((record.result, record.reason.as_str()), (GameResult::RedWin, win));
+        let results: Vec<i8> = samples.iter().map(|s| s.result).collect();
+        assert_eq!(results, (0..moves.len()).map(|i| if i % 2 == 0 { 1 } else { -1 }).collect::<Vec<i8>>());
+        assert!(validate_game(0, &sub, rules, 0, "w").unwrap_err().contains(draw));
+    }
+
     #[test]
     fn material_adjudication_follows_the_coordinator_settings() {
         // Red's cannon takes a pawn; the game reaches the 4-ply cap a pawn up.
-        let mut sub = game_of(&["h2e2", "h9g7", "e2e6", "i9h9"]);
         let capped = Settings { max_plies: 4, ..Settings::default() };
         let adjudicating = Settings { material_adjudication: 1, ..capped.clone() };
-        let (record, _) = validate_game(0, &sub, &capped, 0, "w").unwrap();
-        assert_eq!((record.result, record.reason.as_str()), (GameResult::Draw, "max_length"));
-        assert!(validate_game(0, &sub, &adjudicating, 0, "w").unwrap_err().contains("material_adjudication"));
-        (sub.result, sub.reason) = ("red".into(), "material_adjudication".into());
-        let (record, samples) = validate_game(0, &sub, &adjudicating, 0, "w").unwrap();
-        assert_eq!((record.result, record.reason.as_str()), (GameResult::RedWin, "material_adjudication"));
-        assert_eq!(samples.iter().map(|s| s.result).collect::<Vec<_>>(), [1, -1, 1, -1]);
-        assert!(validate_game(0, &sub, &capped, 0, "w").unwrap_err().contains("max_length"));
+        let moves = ["h2e2", "h9g7", "e2e6", "i9h9"];
+        assert_adjudication(&moves, &capped, "max_length", &adjudicating, "material_adjudication");
     }
 
     #[test]
@@ -233,17 +242,14 @@ mod tests {
     #[test]
     fn repeater_loses_follows_the_coordinator_settings() {
         // Both sides idle; Black's last move makes the third occurrence of the start position.
-        let mut sub = game_of(&["b0c2", "b9c7", "c2b0", "c7b9", "b0c2", "b9c7", "c2b0", "c7b9"]);
-        let rules = Settings::default();
+        let moves = ["b0c2", "b9c7", "c2b0", "c7b9", "b0c2", "b9c7", "c2b0", "c7b9"];
         let adjudicating = Settings { repeater_loses: true, ..Settings::default() };
-        sub.reason = "allowed_repetition".into();
-        let (record, _) = validate_game(0, &sub, &rules, 0, "w").unwrap();
-        assert_eq!((record.result, record.reason.as_str()), (GameResult::Draw, "allowed_repetition"));
-        assert!(validate_game(0, &sub, &adjudicating, 0, "w").unwrap_err().contains("repetition_adjudication"));
-        (sub.result, sub.reason) = ("red".into(), "repetition_adjudication".into());
-        let (record, samples) = validate_game(0, &sub, &adjudicating, 0, "w").unwrap();
-        assert_eq!((record.result, record.reason.as_str()), (GameResult::RedWin, "repetition_adjudication"));
-        assert_eq!(samples.iter().map(|s| s.result).collect::<Vec<_>>(), [1, -1, 1, -1, 1, -1, 1, -1]);
-        assert!(validate_game(0, &sub, &rules, 0, "w").unwrap_err().contains("allowed_repetition"));
+        assert_adjudication(
+            &moves,
+            &Settings::default(),
+            "allowed_repetition",
+            &adjudicating,
+            "repetition_adjudication",
+        );
     }
 }

@@ -9,8 +9,11 @@ use xiangqi::game::{Game, GameConfig, GameError, Outcome, Reason, Ruleset, axf_c
 use xiangqi::{Color, Move};
 
 fn play(fen: &str, ruleset: Ruleset, moves: &str) -> Game {
-    let start = Position::from_fen(fen).unwrap();
-    let mut game = Game::from_position(start, GameConfig { ruleset, ..GameConfig::default() });
+    play_under(fen, GameConfig { ruleset, ..GameConfig::default() }, moves)
+}
+
+fn play_under(fen: &str, config: GameConfig, moves: &str) -> Game {
+    let mut game = Game::from_position(Position::from_fen(fen).unwrap(), config);
     for (i, mv) in moves.split_whitespace().enumerate() {
         game.push_str(mv).unwrap_or_else(|e| panic!("move {i} ({mv}): {e}"));
     }
@@ -96,12 +99,11 @@ fn checkmate_and_stalemate_lose_for_the_side_to_move() {
 }
 
 fn adjudicated(fen: &str, moves: &str, margin: u32) -> Game {
-    let config = GameConfig { max_plies: Some(4), material_adjudication: Some(margin), ..GameConfig::default() };
-    let mut game = Game::from_position(Position::from_fen(fen).unwrap(), config);
-    for mv in moves.split_whitespace() {
-        game.push_str(mv).unwrap();
-    }
-    game
+    play_under(
+        fen,
+        GameConfig { max_plies: Some(4), material_adjudication: Some(margin), ..GameConfig::default() },
+        moves,
+    )
 }
 
 #[test]
@@ -119,23 +121,12 @@ fn material_adjudication_gives_length_limits_to_the_side_ahead_by_the_margin() {
     assert_win(&adjudicated(black_rook, "e1e2 f0f1", 9), Color::Black, Reason::MaterialAdjudication, ADJUDICATION);
     // Other endings stay the rules' own: here the side a rook up loses by perpetual check.
     let (fen, moves) = PERPETUAL_CHECK;
-    let mut game = Game::from_position(
-        Position::from_fen(fen).unwrap(),
-        GameConfig { material_adjudication: Some(1), ..GameConfig::default() },
-    );
-    for mv in moves.split_whitespace() {
-        game.push_str(mv).unwrap();
-    }
+    let game = play_under(fen, GameConfig { material_adjudication: Some(1), ..GameConfig::default() }, moves);
     assert_win(&game, Color::Black, Reason::PerpetualCheck, "25.1");
 }
 
 fn repeater_loses(fen: &str, moves: &str) -> Game {
-    let config = GameConfig { repeater_loses: true, ..GameConfig::default() };
-    let mut game = Game::from_position(Position::from_fen(fen).unwrap(), config);
-    for mv in moves.split_whitespace() {
-        game.push_str(mv).unwrap();
-    }
-    game
+    play_under(fen, GameConfig { repeater_loses: true, ..GameConfig::default() }, moves)
 }
 
 #[test]
