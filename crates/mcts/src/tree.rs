@@ -362,7 +362,11 @@ impl Tree {
         let reduction = if node == 0 { config.fpu_reduction_root } else { config.fpu_reduction };
         let fpu = parent_q - reduction * visited_mass.sqrt();
         let explore = config.c_puct * parent_n.sqrt();
+        // A move that loses on the spot is taken only when every move does (an MCTS-solver rule):
+        // its exact -1 drags the parent's value, and so the first-play urgency of the moves not
+        // tried yet, down with it, so that with a confident prior PUCT would keep choosing it.
         let mut best = (f32::NEG_INFINITY, range.start);
+        let mut best_losing = (f32::NEG_INFINITY, range.start);
         for i in range {
             let child = &self.nodes[i];
             let n = child.visits + child.in_flight;
@@ -373,11 +377,16 @@ impl Tree {
                 _ => (child.value_sum - child.in_flight as f32) / n as f32,
             };
             let score = q + explore * child.prior / (1 + n) as f32;
-            if score > best.0 {
-                best = (score, i);
+            let slot = if matches!(child.state, State::Terminal { value, .. } if value <= -1.0) {
+                &mut best_losing
+            } else {
+                &mut best
+            };
+            if score > slot.0 {
+                *slot = (score, i);
             }
         }
-        best.1
+        if best.0 > f32::NEG_INFINITY { best.1 } else { best_losing.1 }
     }
 
     /// Removes the virtual loss of an abandoned selection.

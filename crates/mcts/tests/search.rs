@@ -58,6 +58,37 @@ fn avoids_a_move_that_loses_by_perpetual_check() {
     assert!(visits(mv("h8h9")) <= 2, "the losing check got {} visits", visits(mv("h8h9")));
 }
 
+/// A confident network: 95% of the prior on one move wherever it is legal, a draw everywhere.
+struct Fixated(Move);
+
+impl Evaluator for Fixated {
+    fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
+        Ok(games
+            .iter()
+            .map(|g| {
+                let legal = g.legal_moves();
+                let rest =
+                    if legal.contains(&self.0) { 0.05 / (legal.len() - 1) as f32 } else { 1.0 / legal.len() as f32 };
+                let priors = legal.iter().map(|&m| if m == self.0 { 0.95 } else { rest }).collect();
+                Evaluation { priors, wdl: [0.0, 1.0, 0.0] }
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn a_confident_prior_on_a_move_that_loses_on_the_spot_is_overruled_at_once() {
+    let game = game("3k5/9/7R1/9/9/9/9/9/9/4K4 w - - 0 1", "h7h9 d9d8 h9h8 d8d9 h8h9 d9d8 h9h8 d8d9");
+    for playouts in [8, 32] {
+        let mut tree = Tree::new(game.clone());
+        search(&mut tree, &mut Fixated(mv("h8h9")), playouts, &SearchConfig::default()).unwrap();
+        let root = tree.root();
+        let visits = root.children.iter().find(|c| c.0 == mv("h8h9")).unwrap().1;
+        assert_eq!(visits, 1, "{playouts} playouts: the losing check was tried more than once");
+        assert_ne!(root.best_move(), Some(mv("h8h9")));
+    }
+}
+
 #[test]
 fn lines_lead_with_the_best_move_and_follow_the_most_visited_replies() {
     let mut tree = Tree::new(game("3k5/9/9/9/9/9/9/9/R8/4K4 w", ""));
