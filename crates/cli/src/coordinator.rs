@@ -8,6 +8,8 @@ use clap::Args;
 use xiangqi::game::Ruleset;
 use xqz_coordinator::{CoordinatorConfig, Settings};
 
+use crate::selfplay::SelfPlayRules;
+
 /// Options of `xqz coordinator`.
 #[derive(Args, Debug)]
 pub struct CoordinatorArgs {
@@ -42,17 +44,8 @@ pub struct CoordinatorArgs {
     /// 1 flattens them against the policy's collapse with few playouts).
     #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
     root_policy_temperature: f32,
-    /// Material lead in pawns that wins a self-play game reaching the natural move limit or
-    /// --max-plies (0: such games are draws, as under the rules).
-    #[arg(long, default_value_t = 0)]
-    material_adjudication: u32,
-    /// A self-play repetition the rules call a draw is lost by the side that completed it.
-    #[arg(long)]
-    repeater_loses: bool,
-    /// Have workers record Gumbel MuZero's completed-Q policy (priors shifted by the searched values) as the
-    /// policy target of full searches instead of the visit fractions.
-    #[arg(long)]
-    completed_q_policy: bool,
+    #[command(flatten)]
+    rules: SelfPlayRules,
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.
@@ -86,9 +79,9 @@ pub fn run(args: &CoordinatorArgs) -> Result<()> {
         cheap_playouts: args.cheap_playouts,
         late_temperature: args.late_temperature,
         root_policy_temperature: args.root_policy_temperature,
-        material_adjudication: args.material_adjudication,
-        repeater_loses: args.repeater_loses,
-        completed_q_policy: args.completed_q_policy,
+        material_adjudication: args.rules.material_adjudication,
+        repeater_loses: args.rules.repeater_loses,
+        completed_q_policy: args.rules.completed_q_policy,
         ..Settings::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;

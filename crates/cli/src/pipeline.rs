@@ -55,18 +55,8 @@ pub struct RunArgs {
     /// Game length cap in plies.
     #[arg(long, default_value_t = 300)]
     max_plies: u32,
-    /// Material lead in pawns that wins a self-play game reaching the natural move limit or
-    /// --max-plies (0: such games are draws, as under the rules).
-    #[arg(long, default_value_t = 0)]
-    material_adjudication: u32,
-    /// A self-play repetition the rules call a draw is lost by the side that completed it, so
-    /// that neither side learns to shuffle (evaluation matches keep the rules' draws).
-    #[arg(long)]
-    repeater_loses: bool,
-    /// Record Gumbel MuZero's completed-Q policy (priors shifted by the searched values) as the
-    /// policy target of full searches instead of the visit fractions.
-    #[arg(long)]
-    completed_q_policy: bool,
+    #[command(flatten)]
+    rules: crate::selfplay::SelfPlayRules,
     /// Rows per training step.
     #[arg(long, default_value_t = 256)]
     batch_size: usize,
@@ -190,14 +180,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         args.late_temperature.to_string(),
         "--root-policy-temperature".into(),
         args.root_policy_temperature.to_string(),
-        "--material-adjudication".into(),
-        args.material_adjudication.to_string(),
     ];
-    for (on, flag) in [(args.repeater_loses, "--repeater-loses"), (args.completed_q_policy, "--completed-q-policy")] {
-        if on {
-            coordinator_args.push(flag.into());
-        }
-    }
+    coordinator_args.extend(args.rules.to_args());
     let mut coordinator = Role::spawn("coordinator", &coordinator_args, &logs.join("coordinator.log"))?;
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     follow(&mut coordinator.child, logs.join("coordinator.log"), move |line| {

@@ -12,6 +12,38 @@ use xqz_net::service::{InferenceService, ServiceConfig};
 use xqz_net::{ModelConfig, Network, checkpoint, parse_device};
 use xqz_worker::{LocalReport, LocalSelfPlay, play_into};
 
+/// Self-play's own rules, which evaluation matches do not use: adjudications that end games the
+/// rules would draw, and the policy target. Shared by `selfplay`, `coordinator` and `run`.
+#[derive(Args, Clone, Debug, Default)]
+pub struct SelfPlayRules {
+    /// Material lead in pawns that wins a self-play game reaching the natural move limit or
+    /// --max-plies (0: such games are draws, as under the rules).
+    #[arg(long, default_value_t = 0)]
+    pub material_adjudication: u32,
+    /// A self-play repetition the rules call a draw is lost by the side that completed it, so
+    /// that neither side learns to shuffle (evaluation matches keep the rules' draws).
+    #[arg(long)]
+    pub repeater_loses: bool,
+    /// Record Gumbel MuZero's completed-Q policy (priors shifted by the searched values) as the
+    /// policy target of full searches instead of the visit fractions.
+    #[arg(long)]
+    pub completed_q_policy: bool,
+}
+
+impl SelfPlayRules {
+    /// The same rules as command-line flags, for a child process.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut args = vec!["--material-adjudication".to_string(), self.material_adjudication.to_string()];
+        for (on, flag) in [(self.repeater_loses, "--repeater-loses"), (self.completed_q_policy, "--completed-q-policy")]
+        {
+            if on {
+                args.push(flag.into());
+            }
+        }
+        args
+    }
+}
+
 /// Where the network comes from.
 #[derive(Args)]
 #[group(required = true, multiple = false)]
@@ -48,10 +80,6 @@ pub struct SelfPlayArgs {
     /// 1 flattens them against the policy's collapse with few playouts).
     #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
     root_policy_temperature: f32,
-    /// Record Gumbel MuZero's completed-Q policy (priors shifted by the searched values) as the
-    /// policy target of full searches instead of the visit fractions.
-    #[arg(long)]
-    completed_q_policy: bool,
     /// Fraction of moves with a full search (1 turns playout cap randomization off).
     #[arg(long, default_value_t = 0.25)]
     full_fraction: f64,
@@ -73,13 +101,8 @@ pub struct SelfPlayArgs {
     /// Repetition rules: chinese2011, wxf or simple.
     #[arg(long, default_value = "chinese2011")]
     ruleset: Ruleset,
-    /// Material lead in pawns that wins a game reaching the natural move limit or --max-plies
-    /// (0: such games are draws, as under the rules).
-    #[arg(long, default_value_t = 0)]
-    material_adjudication: u32,
-    /// A repetition the rules call a draw is lost by the side that completed it.
-    #[arg(long)]
-    repeater_loses: bool,
+    #[command(flatten)]
+    rules: SelfPlayRules,
     /// Play every game to its end.
     #[arg(long)]
     no_resign: bool,
@@ -109,7 +132,7 @@ impl SelfPlayArgs {
             cheap_playouts: self.cheap_playouts,
             late_temperature: self.late_temperature,
             root_policy_temperature: self.root_policy_temperature,
-            completed_q_policy: self.completed_q_policy,
+            completed_q_policy: self.rules.completed_q_policy,
             full_search_probability: self.full_fraction,
             threads: self.threads,
             games_per_thread: self.games_per_thread,
@@ -119,8 +142,9 @@ impl SelfPlayArgs {
                 ruleset: self.ruleset,
                 max_plies: Some(self.max_plies),
                 natural_limit: None,
-                material_adjudication: (self.material_adjudication > 0).then_some(self.material_adjudication),
-                repeater_loses: self.repeater_loses,
+                material_adjudication: (self.rules.material_adjudication > 0)
+                    .then_some(self.rules.material_adjudication),
+                repeater_loses: self.rules.repeater_loses,
             },
             ..SelfPlayConfig::default()
         }
