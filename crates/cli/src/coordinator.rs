@@ -28,7 +28,7 @@ pub struct CoordinatorArgs {
     /// Repetition rules the games are adjudicated under: chinese2011, wxf or simple.
     #[arg(long, default_value = "chinese2011")]
     ruleset: Ruleset,
-    /// Game length cap in plies (a max_length draw when reached).
+    /// Game length cap in plies (a max_length draw when reached; 0: no cap).
     #[arg(long, default_value_t = 300)]
     max_plies: u32,
     /// Playouts of a full search, for the workers.

@@ -52,7 +52,7 @@ pub struct RunArgs {
     /// 1 flattens them against the policy's collapse with few playouts).
     #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
     root_policy_temperature: f32,
-    /// Game length cap in plies.
+    /// Game length cap in plies (0: no cap).
     #[arg(long, default_value_t = 300)]
     max_plies: u32,
     #[command(flatten)]

@@ -95,7 +95,7 @@ pub struct SelfPlayArgs {
     /// Seed of the run (game i plays with a seed derived from it).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Length cap in plies (a draw when reached).
+    /// Length cap in plies (a draw when reached; 0: no cap).
     #[arg(long, default_value_t = 300)]
     max_plies: u32,
     /// Repetition rules: chinese2011, wxf or simple.
@@ -138,14 +138,12 @@ impl SelfPlayArgs {
             games_per_thread: self.games_per_thread,
             seed: self.seed,
             resign: (!self.no_resign).then(ResignConfig::default),
-            game: GameConfig {
-                ruleset: self.ruleset,
-                max_plies: Some(self.max_plies),
-                natural_limit: None,
-                material_adjudication: (self.rules.material_adjudication > 0)
-                    .then_some(self.rules.material_adjudication),
-                repeater_loses: self.rules.repeater_loses,
-            },
+            game: GameConfig::self_play(
+                self.ruleset,
+                self.max_plies,
+                self.rules.material_adjudication,
+                self.rules.repeater_loses,
+            ),
             ..SelfPlayConfig::default()
         }
     }

@@ -42,7 +42,7 @@ use crate::store::Store;
 pub struct Settings {
     /// The repetition rules.
     pub ruleset: Ruleset,
-    /// The game length cap in plies (reaching it is a `max_length` draw).
+    /// The game length cap in plies (reaching it is a `max_length` draw; 0: no cap).
     pub max_plies: u32,
     /// Playouts of a full search.
     pub playouts: u32,

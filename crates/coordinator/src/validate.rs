@@ -82,13 +82,12 @@ pub(crate) fn validate_game(
     }
     let claimed = GameResult::from_name(&sub.result).ok_or_else(|| fail(format!("unknown result {:?}", sub.result)))?;
     let start = Position::from_fen(&sub.start_fen).map_err(|e| fail(format!("bad FEN {:?}: {e}", sub.start_fen)))?;
-    let config = GameConfig {
-        ruleset: settings.ruleset,
-        max_plies: Some(settings.max_plies),
-        natural_limit: None,
-        material_adjudication: (settings.material_adjudication > 0).then_some(settings.material_adjudication),
-        repeater_loses: settings.repeater_loses,
-    };
+    let config = GameConfig::self_play(
+        settings.ruleset,
+        settings.max_plies,
+        settings.material_adjudication,
+        settings.repeater_loses,
+    );
     let mut game = Game::from_position(start, config);
     let mut searches = Vec::with_capacity(sub.moves.len());
     for (ply, (&code, search)) in sub.moves.iter().zip(&sub.plies).enumerate() {
@@ -228,15 +227,18 @@ mod tests {
 
     #[test]
     fn an_unfinished_game_needs_a_resignation() {
-        let long = Settings { max_plies: 300, ..Settings::default() };
-        let mut sub = two_move_draw();
-        assert!(validate_game(0, &sub, &long, 0, "w").unwrap_err().contains("not over"));
-        sub.result = "black".into();
-        sub.reason = "resignation".into();
-        let (record, _) = validate_game(0, &sub, &long, 0, "w").unwrap();
-        assert_eq!(record.result, GameResult::BlackWin);
-        sub.result = "draw".into();
-        assert!(validate_game(0, &sub, &long, 0, "w").is_err());
+        // A cap of 0 is no cap, as workers read it.
+        for max_plies in [300, 0] {
+            let long = Settings { max_plies, ..Settings::default() };
+            let mut sub = two_move_draw();
+            assert!(validate_game(0, &sub, &long, 0, "w").unwrap_err().contains("not over"));
+            sub.result = "black".into();
+            sub.reason = "resignation".into();
+            let (record, _) = validate_game(0, &sub, &long, 0, "w").unwrap();
+            assert_eq!(record.result, GameResult::BlackWin);
+            sub.result = "draw".into();
+            assert!(validate_game(0, &sub, &long, 0, "w").is_err());
+        }
     }
 
     #[test]

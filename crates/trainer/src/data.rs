@@ -36,9 +36,9 @@ pub struct Targets {
     /// fits by recognising the game; the search's own estimate varies position by position.
     pub value_q_ratio: f32,
     /// Share of a uniform distribution over the recorded moves (self-play records every legal
-    /// move) in the policy target, 0 to 1 (label smoothing; the rest is the search's visits):
-    /// with few playouts the visits of an untrained network are noise, and a policy fitted to
-    /// them narrows later searches onto that noise.
+    /// move) in the policy target, 0 to 1 (label smoothing; the rest is the recorded search
+    /// policy): with few playouts the searches of an untrained network are noise, and a policy
+    /// fitted to them narrows later searches onto that noise.
     pub policy_smoothing: f32,
     /// Plies over which the result's share of the value target fades (0: it does not): the
     /// result's share is `(1 - value_q_ratio) * exp(-plies_to_end / result_horizon)` and the
@@ -60,8 +60,8 @@ impl Targets {
 pub struct TrainingData {
     /// Encoded positions, `rows * INPUT_SIZE`.
     pub inputs: Vec<f32>,
-    /// Policy targets, `rows * POLICY_SIZE`: the search's visit distribution, normalised and
-    /// smoothed by [`Targets::policy_smoothing`]; all zero for rows without a full search, which
+    /// Policy targets, `rows * POLICY_SIZE`: the recorded search policy (visit fractions, or
+    /// the completed-Q policy), normalised and smoothed by [`Targets::policy_smoothing`]; all zero for rows without a full search, which
     /// so add nothing to the policy loss.
     pub policy: Vec<f32>,
     /// Value targets for the side to move, `rows * 3` (win, draw, loss): the game's result, mixed
@@ -71,7 +71,7 @@ pub struct TrainingData {
 
 impl TrainingData {
     /// Converts a replay batch. The value target is `r * result + (1 - r) * root WDL`, with
-    /// `r` from [`Targets::result_share`], and the policy target `(1 - s) * visits + s * uniform`
+    /// `r` from [`Targets::result_share`], and the policy target `(1 - s) * search + s * uniform`
     /// over the recorded moves, with `s` from `targets`.
     pub fn from_replay(batch: &Batch, targets: Targets) -> Result<TrainingData, DataError> {
         let rows = batch.size;

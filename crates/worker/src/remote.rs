@@ -257,13 +257,7 @@ impl Session {
             threads: self.config.threads.max(1),
             games_per_thread: self.config.games_per_thread.max(1),
             seed: rand::random(),
-            game: GameConfig {
-                ruleset,
-                max_plies: (s.max_plies > 0).then_some(s.max_plies),
-                natural_limit: None,
-                material_adjudication: (s.material_adjudication > 0).then_some(s.material_adjudication),
-                repeater_loses: s.repeater_loses,
-            },
+            game: GameConfig::self_play(ruleset, s.max_plies, s.material_adjudication, s.repeater_loses),
             ..SelfPlayConfig::default()
         })
     }
