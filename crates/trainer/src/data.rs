@@ -83,6 +83,8 @@ impl TrainingData {
             .collect();
         let mut data =
             TrainingData { inputs: vec![0.0; rows * INPUT_SIZE], policy: vec![0.0; rows * POLICY_SIZE], wdl };
+        // The recorded moves' indices of one row, kept for its smoothing; one buffer for all rows.
+        let mut indices = Vec::new();
         for row in 0..rows {
             let turn = if batch.side_to_move[row] == 0 { Color::Red } else { Color::Black };
             let history = History {
@@ -100,7 +102,7 @@ impl TrainingData {
                 continue;
             }
             let target = &mut data.policy[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
-            let mut indices = Vec::new();
+            indices.clear();
             for (code, p) in batch.policy(row) {
                 let index = Move::from_u16(code)
                     .and_then(|mv| policy::index_for(mv, turn))
