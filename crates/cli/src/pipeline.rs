@@ -63,6 +63,9 @@ pub struct RunArgs {
     /// Samples in the dataset before training starts.
     #[arg(long, default_value_t = 4096)]
     min_samples: usize,
+    /// Learning-rate schedule `STEP:RATE,...` (from each step on, its rate).
+    #[arg(long, default_value = crate::train::LR_SCHEDULE)]
+    lr_schedule: String,
     /// Training samples per self-play sample.
     #[arg(long, default_value_t = 4.0)]
     samples_per_sample: f64,
@@ -155,6 +158,8 @@ fn follow(child: &mut Child, log: PathBuf, mut on_line: impl FnMut(&str) + Send 
 }
 
 pub fn run(args: &RunArgs) -> Result<()> {
+    // Checked here too: the trainer child would otherwise fail after the others started.
+    crate::train::parse_schedule(&args.lr_schedule)?;
     let dir = args.runs.join(&args.name);
     for sub in ["coordinator", "trainer", "logs"] {
         std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("create {}", dir.join(sub).display()))?;
@@ -236,6 +241,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             args.min_samples.to_string(),
             "--samples-per-sample".into(),
             args.samples_per_sample.to_string(),
+            "--lr-schedule".into(),
+            args.lr_schedule.clone(),
             "--value-q-ratio".into(),
             args.value_q_ratio.to_string(),
             "--policy-smoothing".into(),

@@ -36,7 +36,7 @@ pub struct TrainArgs {
     #[arg(long, default_value_t = 256)]
     batch_size: usize,
     /// Learning-rate schedule `STEP:RATE,...` (from each step on, its rate).
-    #[arg(long, default_value = "0:0.02,20000:0.006,60000:0.002")]
+    #[arg(long, default_value = LR_SCHEDULE)]
     lr_schedule: String,
     /// Nesterov momentum.
     #[arg(long, default_value_t = 0.9)]
@@ -79,8 +79,11 @@ pub struct TrainArgs {
     log_every: u64,
 }
 
-/// Parses `STEP:RATE,...`.
-fn parse_schedule(text: &str) -> Result<Vec<(u64, f64)>> {
+/// The default learning-rate schedule of `xqz train` and `xqz run`.
+pub const LR_SCHEDULE: &str = "0:0.02,20000:0.006,60000:0.002";
+
+/// Parses a learning-rate schedule `STEP:RATE,...`.
+pub fn parse_schedule(text: &str) -> Result<Vec<(u64, f64)>> {
     let mut schedule = text
         .split(',')
         .map(|part| {

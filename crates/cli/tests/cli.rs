@@ -144,3 +144,22 @@ fn selfplay_needs_exactly_one_model_source() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/no/such/checkpoint.json"));
 }
+
+#[test]
+fn run_refuses_a_bad_learning_rate_schedule_before_starting_anything() {
+    let runs = tempfile::tempdir().unwrap();
+    let out = xqz(&[
+        "run",
+        "--name",
+        "bad",
+        "--runs",
+        runs.path().to_str().unwrap(),
+        "--lr-schedule",
+        "100:0.1",
+        "--minutes",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("step 0"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!runs.path().join("bad").exists(), "no run folder for a run that never started");
+}
