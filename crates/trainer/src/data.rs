@@ -61,8 +61,8 @@ pub struct TrainingData {
     /// Encoded positions, `rows * INPUT_SIZE`.
     pub inputs: Vec<f32>,
     /// Policy targets, `rows * POLICY_SIZE`: the recorded search policy (visit fractions, or
-    /// the completed-Q policy), normalised and smoothed by [`Targets::policy_smoothing`]; all zero for rows without a full search, which
-    /// so add nothing to the policy loss.
+    /// the completed-Q policy), normalised and smoothed by [`Targets::policy_smoothing`]; all
+    /// zero for rows without a full search, which so add nothing to the policy loss.
     pub policy: Vec<f32>,
     /// Value targets for the side to move, `rows * 3` (win, draw, loss): the game's result, mixed
     /// with the search's root estimate by [`Targets::result_share`].
