@@ -1,6 +1,6 @@
 //! The search tree: PUCT selection with first-play urgency and virtual loss, expansion from an
-//! evaluator's answer, backup, terminal nodes judged by [`Game`], and reuse of a subtree after a
-//! move.
+//! evaluator's answer, backup, terminal nodes judged by [`Game`], nodes whose side to move mates
+//! at once settled as losses without an evaluation, and reuse of a subtree after a move.
 //!
 //! Values are stored from the point of view of the player who made the move into a node, so a
 //! parent picks the child with the best value for itself. Nodes are never shared between paths
@@ -44,6 +44,20 @@ enum State {
     Expanded,
     /// The game is over here: the value for the player who moved into it, and the draw share.
     Terminal { value: f32, draw: f32 },
+    /// The side to move here has a move that wins on the spot: a proven loss for the player who
+    /// moved into it, known without evaluating it.
+    Refuted,
+}
+
+impl State {
+    /// The exact value for the player who moved into the node, and the draw share, if known.
+    fn exact(self) -> Option<(f32, f32)> {
+        match self {
+            State::Terminal { value, draw } => Some((value, draw)),
+            State::Refuted => Some((-1.0, 0.0)),
+            State::Leaf | State::Pending | State::Expanded => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -208,6 +222,23 @@ pub struct Tree {
     game: Game,
 }
 
+/// Whether the side to move has a move that ends the game in its favour (mate, or stalemate,
+/// which also loses in xiangqi).
+fn has_winning_move(game: &Game) -> bool {
+    let pos = game.position();
+    game.legal_moves().iter().any(|&mv| {
+        let mut after = pos.clone();
+        after.play_unchecked(mv);
+        // The position says whether the opponent is left without a move; the game, with its
+        // other rules, has the last word, but is only consulted for those rare moves.
+        !after.has_legal_moves() && {
+            let mut game = game.clone();
+            game.push_unchecked(mv);
+            terminal_value(&game).0 >= 1.0
+        }
+    })
+}
+
 /// The value of a finished game for the player who made its last move, and the draw share.
 fn terminal_value(game: &Game) -> (f32, f32) {
     let mover = game.position().turn().opponent();
@@ -321,7 +352,8 @@ impl Tree {
                     self.revert(&path);
                     return Selection::Collision;
                 }
-                State::Terminal { value, draw } => {
+                state @ (State::Terminal { .. } | State::Refuted) => {
+                    let (value, draw) = state.exact().expect("a settled node");
                     self.backup(&path, value, draw, true);
                     return Selection::Terminal;
                 }
@@ -342,6 +374,14 @@ impl Tree {
             let (value, draw) = terminal_value(&game);
             self.nodes[node].state = State::Terminal { value, draw };
             self.backup(&path, value, draw, true);
+            return Selection::Terminal;
+        }
+        // A reply that mates is found here rather than left to the search below, where a network
+        // that gives it a tiny prior would not visit it: without this, a move that allows mate in
+        // one looks as good as the network's value of the position after it.
+        if node != 0 && has_winning_move(&game) {
+            self.nodes[node].state = State::Refuted;
+            self.backup(&path, -1.0, 0.0, true);
             return Selection::Terminal;
         }
         self.nodes[node].state = State::Pending;
@@ -370,18 +410,15 @@ impl Tree {
         for i in range {
             let child = &self.nodes[i];
             let n = child.visits + child.in_flight;
-            let q = match child.state {
-                State::Terminal { value, .. } => value,
-                _ if n == 0 => fpu,
+            let exact = child.state.exact();
+            let q = match exact {
+                Some((value, _)) => value,
+                None if n == 0 => fpu,
                 // Each selection still in flight counts as a loss (virtual loss).
-                _ => (child.value_sum - child.in_flight as f32) / n as f32,
+                None => (child.value_sum - child.in_flight as f32) / n as f32,
             };
             let score = q + explore * child.prior / (1 + n) as f32;
-            let slot = if matches!(child.state, State::Terminal { value, .. } if value <= -1.0) {
-                &mut best_losing
-            } else {
-                &mut best
-            };
+            let slot = if exact.is_some_and(|(value, _)| value <= -1.0) { &mut best_losing } else { &mut best };
             if score > slot.0 {
                 *slot = (score, i);
             }

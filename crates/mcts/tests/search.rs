@@ -90,6 +90,28 @@ fn a_confident_prior_on_a_move_that_loses_on_the_spot_is_overruled_at_once() {
 }
 
 #[test]
+fn a_move_that_allows_mate_in_one_is_refuted_at_its_first_visit() {
+    // Red's rook on i4 can block a check on the d-file along its rank; from i0 it cannot, and
+    // a8d8 mates (the kings may not face each other, so the red king cannot step to e0).
+    let game = game("4k4/r8/9/9/9/8R/9/9/9/3K5 w", "");
+    let mut lost = game.clone();
+    lost.push(mv("i4i0")).unwrap();
+    lost.push(mv("a8d8")).unwrap();
+    assert_eq!(lost.outcome().winner(), Some(xiangqi::Color::Black));
+    for playouts in [8, 32] {
+        let mut tree = Tree::new(game.clone());
+        search(&mut tree, &mut Fixated(mv("i4i0")), playouts, &SearchConfig::default()).unwrap();
+        let root = tree.root();
+        let visits = root.children.iter().find(|c| c.0 == mv("i4i0")).unwrap().1;
+        assert_eq!(visits, 1, "{playouts} playouts: the blunder was tried more than once");
+        assert_ne!(root.best_move(), Some(mv("i4i0")));
+        let line = tree.lines().into_iter().find(|l| l.moves[0] == mv("i4i0")).unwrap();
+        assert_eq!(line.wdl, [0.0, 0.0, 1.0], "{playouts} playouts: the blunder is a proven loss");
+        assert!(!line.ends_game, "the blunder itself does not end the game");
+    }
+}
+
+#[test]
 fn lines_lead_with_the_best_move_and_follow_the_most_visited_replies() {
     let mut tree = Tree::new(game("3k5/9/9/9/9/9/9/9/R8/4K4 w", ""));
     search(&mut tree, &mut UniformEvaluator, 300, &SearchConfig::default()).unwrap();
