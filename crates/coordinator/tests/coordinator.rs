@@ -209,7 +209,7 @@ async fn token_is_required() {
 
 fn metadata(weights: &[u8]) -> String {
     serde_json::json!({
-        "format": 1,
+        "format": 2,
         "info": { "model_version": 0, "training_steps": 10, "samples_seen": 640 },
         "weights": { "file": "latest.safetensors", "bytes": weights.len(), "sha256": format!("{:x}", Sha256::digest(weights)) },
         "optimizer": null,

@@ -39,8 +39,9 @@ use crate::model::Network;
 use crate::policy::POLICY_SIZE;
 use crate::train::TrainConfig;
 
-/// Version of the metadata layout.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the checkpoint layout: its metadata and the network's tensors (2: the value head
+/// pools over the board, so version 1 weights no longer fit).
+pub const FORMAT_VERSION: u32 = 2;
 
 /// Where a network is in its training, stored with its weights.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

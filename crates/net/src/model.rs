@@ -147,7 +147,7 @@ impl Network {
             policy_conv: ConvBn::new(&root / "policy", c, pc, 1),
             policy_fc: nn::linear(&root / "policy" / "fc", pc * SQUARES, POLICY_SIZE as i64, Default::default()),
             value_conv: ConvBn::new(&root / "value", c, vc, 1),
-            value_hidden: nn::linear(&root / "value" / "hidden", vc * SQUARES, hidden, Default::default()),
+            value_hidden: nn::linear(&root / "value" / "hidden", 2 * vc, hidden, Default::default()),
             value_out: nn::linear(&root / "value" / "out", hidden, 3, Default::default()),
             config: config.clone(),
             vs,
@@ -181,14 +181,13 @@ impl Network {
             x = block.forward_t(&x, train);
         }
         let policy = self.policy_conv.forward_t(&x, train).relu().flatten(1, -1).apply(&self.policy_fc);
-        let value = self
-            .value_conv
-            .forward_t(&x, train)
-            .relu()
-            .flatten(1, -1)
-            .apply(&self.value_hidden)
-            .relu()
-            .apply(&self.value_out);
+        // The value head pools over the board (mean and max per channel, as KataGo's does), so a
+        // feature such as "a rook of mine" counts the same on every square: material learnt in
+        // the end games of self-play carries over to openings it has never seen lose a rook.
+        let value = self.value_conv.forward_t(&x, train).relu();
+        let pooled =
+            Tensor::cat(&[value.mean_dim(&[2i64, 3][..], false, Kind::Float), value.amax(&[2i64, 3][..], false)], 1);
+        let value = pooled.apply(&self.value_hidden).relu().apply(&self.value_out);
         (policy, value)
     }
 
