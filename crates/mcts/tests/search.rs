@@ -80,13 +80,20 @@ impl Evaluator for Fixated {
 fn a_confident_prior_on_a_move_that_loses_on_the_spot_is_overruled_at_once() {
     let game = game("3k5/9/7R1/9/9/9/9/9/9/4K4 w - - 0 1", "h7h9 d9d8 h9h8 d8d9 h8h9 d9d8 h9h8 d8d9");
     for playouts in [8, 32] {
-        let mut tree = Tree::new(game.clone());
-        search(&mut tree, &mut Fixated(mv("h8h9")), playouts, &SearchConfig::default()).unwrap();
-        let root = tree.root();
-        let visits = root.children.iter().find(|c| c.0 == mv("h8h9")).unwrap().1;
-        assert_eq!(visits, 1, "{playouts} playouts: the losing check was tried more than once");
-        assert_ne!(root.best_move(), Some(mv("h8h9")));
+        assert_overruled_at_once(&game, mv("h8h9"), playouts);
     }
+}
+
+/// Searches `game` with [`Fixated`] on `favourite` and checks that the favourite got one visit
+/// and was not chosen; returns the tree.
+fn assert_overruled_at_once(game: &Game, favourite: Move, playouts: u32) -> Tree {
+    let mut tree = Tree::new(game.clone());
+    search(&mut tree, &mut Fixated(favourite), playouts, &SearchConfig::default()).unwrap();
+    let root = tree.root();
+    let visits = root.children.iter().find(|c| c.0 == favourite).unwrap().1;
+    assert_eq!(visits, 1, "{playouts} playouts: {favourite} was tried more than once");
+    assert_ne!(root.best_move(), Some(favourite));
+    tree
 }
 
 #[test]
@@ -99,12 +106,7 @@ fn a_move_that_allows_mate_in_one_is_refuted_at_its_first_visit() {
     lost.push(mv("a8d8")).unwrap();
     assert_eq!(lost.outcome().winner(), Some(xiangqi::Color::Black));
     for playouts in [8, 32] {
-        let mut tree = Tree::new(game.clone());
-        search(&mut tree, &mut Fixated(mv("i4i0")), playouts, &SearchConfig::default()).unwrap();
-        let root = tree.root();
-        let visits = root.children.iter().find(|c| c.0 == mv("i4i0")).unwrap().1;
-        assert_eq!(visits, 1, "{playouts} playouts: the blunder was tried more than once");
-        assert_ne!(root.best_move(), Some(mv("i4i0")));
+        let tree = assert_overruled_at_once(&game, mv("i4i0"), playouts);
         let line = tree.lines().into_iter().find(|l| l.moves[0] == mv("i4i0")).unwrap();
         assert_eq!(line.wdl, [0.0, 0.0, 1.0], "{playouts} playouts: the blunder is a proven loss");
         assert!(!line.ends_game, "the blunder itself does not end the game");
