@@ -231,11 +231,7 @@ fn has_winning_move(game: &Game) -> bool {
         after.play_unchecked(mv);
         // The position says whether the opponent is left without a move; the game, with its
         // other rules, has the last word, but is only consulted for those rare moves.
-        !after.has_legal_moves() && {
-            let mut game = game.clone();
-            game.push_unchecked(mv);
-            terminal_value(&game).0 >= 1.0
-        }
+        !after.has_legal_moves() && game.clone().push_unchecked(mv).winner() == Some(pos.turn())
     })
 }
 
