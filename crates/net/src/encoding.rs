@@ -12,6 +12,13 @@
 //! | 15     | 1 if the position occurred before in the game (since the last capture)    |
 //! | 16     | 1 if it occurred twice or more before                                     |
 //! | 17     | all ones (lets convolutions tell the board's edge from zero padding)     |
+//! | 18-23  | the side to move's advisors, elephants, horses, rooks, cannons, pawns: count / starting count, on every square |
+//! | 24-29  | the opponent's, same order                                               |
+//!
+//! The count planes give the material balance to every square at once. A convolution only sees
+//! a 3 x 3 neighbourhood, so without them the count is something the trunk must learn to gather
+//! across the board, and a rook on a square where self-play rarely put one is not counted.
+//! They are hand-computed features of the position, as KataGo's liberty and ladder planes are.
 //!
 //! ```
 //! use xiangqi::Position;
@@ -27,13 +34,13 @@ use xiangqi::game::Game;
 use xiangqi::{Color, Piece, PieceKind, Position, Square};
 
 /// Version of this encoding, stored in checkpoints: a net only reads inputs of its own version.
-pub const ENCODING_VERSION: u32 = 1;
+pub const ENCODING_VERSION: u32 = 2;
 /// Ranks of the board.
 pub const HEIGHT: usize = 10;
 /// Files of the board.
 pub const WIDTH: usize = 9;
 /// Input planes.
-pub const PLANES: usize = 18;
+pub const PLANES: usize = 30;
 /// Floats of one encoded position.
 pub const INPUT_SIZE: usize = PLANES * HEIGHT * WIDTH;
 /// Plies without capture that fill the counter plane (60 moves, the 2011 rules' natural limit).
@@ -44,6 +51,16 @@ const QUIET_PLANE: usize = 14;
 const REPEATED_PLANE: usize = 15;
 const REPEATED_TWICE_PLANE: usize = 16;
 const ONES_PLANE: usize = 17;
+const COUNT_PLANES: usize = 18;
+/// The kinds on the count planes (the king is always there) and their numbers at the start.
+const COUNTED: [(PieceKind, u8); 6] = [
+    (PieceKind::Advisor, 2),
+    (PieceKind::Elephant, 2),
+    (PieceKind::Horse, 2),
+    (PieceKind::Rook, 2),
+    (PieceKind::Cannon, 2),
+    (PieceKind::Pawn, 5),
+];
 
 /// What the network sees of the game's history besides the board.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -93,7 +110,17 @@ fn encode_history(history: History, out: &mut [f32]) {
     if history.repetitions >= 2 {
         out[REPEATED_TWICE_PLANE * SQUARES..(REPEATED_TWICE_PLANE + 1) * SQUARES].fill(1.0);
     }
-    out[ONES_PLANE * SQUARES..].fill(1.0);
+    out[ONES_PLANE * SQUARES..(ONES_PLANE + 1) * SQUARES].fill(1.0);
+}
+
+/// Fills the count planes from `counts[plane][kind index]`, plane 0 the side to move's.
+fn encode_counts(counts: &[[u8; 7]; 2], out: &mut [f32]) {
+    for (side, counts) in counts.iter().enumerate() {
+        for (i, &(kind, start)) in COUNTED.iter().enumerate() {
+            let plane = COUNT_PLANES + side * COUNTED.len() + i;
+            out[plane * SQUARES..(plane + 1) * SQUARES].fill(f32::from(counts[kind.index()]) / f32::from(start));
+        }
+    }
 }
 
 /// Writes the planes of `pos` into `out` (`INPUT_SIZE` floats, overwritten).
@@ -104,16 +131,20 @@ pub fn encode_position(pos: &Position, history: History, out: &mut [f32]) {
     assert_eq!(out.len(), INPUT_SIZE, "input buffer of {} floats, expected {INPUT_SIZE}", out.len());
     out.fill(0.0);
     let turn = pos.turn();
+    let mut counts = [[0u8; 7]; 2];
     for color in [Color::Red, Color::Black] {
         for kind in PieceKind::ALL {
             let piece = Piece::new(color, kind);
             let plane = piece_plane(piece, turn) * SQUARES;
-            for sq in pos.piece_bb(piece) {
+            let bb = pos.piece_bb(piece);
+            counts[usize::from(color != turn)][kind.index()] = bb.count() as u8;
+            for sq in bb {
                 out[plane + view(sq, turn)] = 1.0;
             }
         }
     }
     encode_history(history, out);
+    encode_counts(&counts, out);
 }
 
 /// Writes the planes of a game's current position into `out` (`INPUT_SIZE` floats).
@@ -130,6 +161,7 @@ pub fn encode_board(board: &[u8], turn: Color, history: History, out: &mut [f32]
     assert_eq!(board.len(), SQUARES, "board of {} codes, expected {SQUARES}", board.len());
     assert_eq!(out.len(), INPUT_SIZE, "input buffer of {} floats, expected {INPUT_SIZE}", out.len());
     out.fill(0.0);
+    let mut counts = [[0u8; 7]; 2];
     for (index, &code) in board.iter().enumerate() {
         if code == 0 {
             continue;
@@ -137,14 +169,17 @@ pub fn encode_board(board: &[u8], turn: Color, history: History, out: &mut [f32]
         let piece = Piece::from_index(code as usize - 1).ok_or(BoardCodeError { code, square: index })?;
         let sq = Square::from_index(index as u8).expect("90 squares");
         out[piece_plane(piece, turn) * SQUARES + view(sq, turn)] = 1.0;
+        let count = &mut counts[usize::from(piece.color != turn)][piece.kind.index()];
+        *count = count.saturating_add(1);
     }
     encode_history(history, out);
+    encode_counts(&counts, out);
     Ok(())
 }
 
 /// The board and history read back from planes, for tests and debugging: `turn` says whose view
 /// the planes are in. Returns `None` for planes that no position encodes to (two pieces on one
-/// square, a value other than 0 or 1 on a piece plane).
+/// square, a value other than 0 or 1 on a piece plane, counts that are not the board's).
 pub fn decode(planes: &[f32], turn: Color) -> Option<([Option<Piece>; SQUARES], History)> {
     if planes.len() != INPUT_SIZE {
         return None;
@@ -163,6 +198,16 @@ pub fn decode(planes: &[f32], turn: Color) -> Option<([Option<Piece>; SQUARES], 
                 return None;
             }
         }
+    }
+    let mut counts = [[0u8; 7]; 2];
+    for piece in board.iter().flatten() {
+        counts[usize::from(piece.color != turn)][piece.kind.index()] += 1;
+    }
+    let mut expected = vec![0.0; INPUT_SIZE];
+    encode_counts(&counts, &mut expected);
+    let count_planes = COUNT_PLANES * SQUARES..(COUNT_PLANES + 2 * COUNTED.len()) * SQUARES;
+    if planes[count_planes.clone()] != expected[count_planes] {
+        return None;
     }
     let quiet = (planes[QUIET_PLANE * SQUARES] * QUIET_PLIES_FULL as f32).round() as u32;
     let repetitions =

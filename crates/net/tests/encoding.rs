@@ -161,12 +161,32 @@ fn history_planes_carry_the_counter_and_repetitions() {
     let planes = encode(&pos, History { quiet_plies: 60, repetitions: 0 });
     assert!(planes[14 * 90..15 * 90].iter().all(|&v| v == 0.5));
     assert!(planes[15 * 90..17 * 90].iter().all(|&v| v == 0.0));
-    assert!(planes[17 * 90..].iter().all(|&v| v == 1.0));
+    assert!(planes[17 * 90..18 * 90].iter().all(|&v| v == 1.0));
     let planes = encode(&pos, History { quiet_plies: 500, repetitions: 2 });
     assert!(planes[14 * 90..17 * 90].iter().all(|&v| v == 1.0));
     let once = encode(&pos, History { quiet_plies: 0, repetitions: 1 });
     assert!(once[15 * 90..16 * 90].iter().all(|&v| v == 1.0));
     assert!(once[16 * 90..17 * 90].iter().all(|&v| v == 0.0));
+}
+
+/// The value of every square of count plane `plane` (18 + side * 6 + kind), which must be constant.
+fn count_plane(planes: &[f32], plane: usize) -> f32 {
+    let values = &planes[plane * 90..(plane + 1) * 90];
+    assert!(values.iter().all(|&v| v == values[0]), "count plane {plane} is not constant");
+    values[0]
+}
+
+#[test]
+fn count_planes_carry_each_sides_material_from_the_movers_view() {
+    let full = encode(&Position::startpos(), History::default());
+    assert!((18..30).all(|plane| count_plane(&full, plane) == 1.0));
+    // Red lacks a rook and three pawns, Black a horse; Black to move sees its own counts first.
+    let pos = Position::from_fen("r1bakabnr/9/1c5c1/p1p1p1p1p/9/9/P3P4/1C5C1/9/1NBAKABNR b").unwrap();
+    let planes = encode(&pos, History::default());
+    let own: Vec<f32> = (18..24).map(|plane| count_plane(&planes, plane)).collect();
+    let theirs: Vec<f32> = (24..30).map(|plane| count_plane(&planes, plane)).collect();
+    assert_eq!(own, [1.0, 1.0, 0.5, 1.0, 1.0, 1.0]);
+    assert_eq!(theirs, [1.0, 1.0, 1.0, 0.5, 1.0, 0.4]);
 }
 
 #[test]

@@ -171,7 +171,9 @@ fn a_mismatched_checkpoint_is_refused() {
     assert!(message.contains("name: \"tiny\"") && message.contains("name: \"small\""), "{message}");
 
     let text = fs::read_to_string(&path).unwrap();
-    fs::write(&path, text.replace("\"encoding_version\": 1", "\"encoding_version\": 99")).unwrap();
+    let current = format!("\"encoding_version\": {}", xqz_net::encoding::ENCODING_VERSION);
+    assert!(text.contains(&current), "{text}");
+    fs::write(&path, text.replace(&current, "\"encoding_version\": 99")).unwrap();
     let err = checkpoint::load(&path, Device::Cpu, None).unwrap_err();
     assert!(err.to_string().contains("input encoding 99"), "{err}");
 
