@@ -278,7 +278,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
             out: dir.join("strength.csv"),
             games: args.match_games.div_ceil(2) * 2,
             playouts: args.match_playouts,
-            max_plies: args.max_plies,
             device: xqz_net::parse_device(&args.device)?,
             model: xqz_net::ModelConfig::resolve(&args.model)?,
         };

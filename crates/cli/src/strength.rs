@@ -1,5 +1,6 @@
 //! Strength over time for `xqz run`: every newly published model plays a short match (paired
-//! colours, fixed playouts) against the previous one and the first one; results go to
+//! colours, fixed playouts, the rules' draws, 300 plies at most) against the previous one and the
+//! first one; results go to
 //! `strength.csv` in the run folder.
 
 use std::collections::BTreeSet;
@@ -9,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use xiangqi::game::GameConfig;
 use xqz_arena::{MatchConfig, play_match};
 use xqz_net::service::{InferenceService, ServiceConfig};
 use xqz_net::{Device, ModelConfig, Network, checkpoint};
@@ -26,8 +26,6 @@ pub struct Tracker {
     pub games: u32,
     /// Playouts per move.
     pub playouts: u32,
-    /// Length cap of the games.
-    pub max_plies: u32,
     /// Device of both networks.
     pub device: Device,
     /// Config of the random network the first model is measured against.
@@ -71,8 +69,9 @@ impl Tracker {
         let config = MatchConfig {
             games: self.games,
             playouts: self.playouts,
-            game: GameConfig { max_plies: Some(self.max_plies), ..GameConfig::default() },
             seed: version,
+            // The match's own rules and 300-ply cap, not self-play's: a short self-play cap
+            // without its material adjudication would make every game a draw.
             ..MatchConfig::default()
         };
         let result = play_match(&mut candidate.client(), &mut other.client(), &config)?;
