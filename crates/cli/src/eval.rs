@@ -51,6 +51,10 @@ pub struct MatchArgs {
     /// Opening suite: one FEN per line (EPD-style); default: random openings.
     #[arg(long)]
     openings: Option<PathBuf>,
+    /// First-play value of unvisited root moves of searching players (1.0: try every move once
+    /// before any twice); default: the search's usual reduction from the parent's value.
+    #[arg(long, allow_hyphen_values = true)]
+    root_fpu: Option<f32>,
     /// Plies of each random opening.
     #[arg(long, default_value_t = 4)]
     random_plies: u32,
@@ -159,8 +163,7 @@ impl Prepared {
         Ok(Prepared::Net { name, service, playouts, steps: meta.info.training_steps })
     }
 
-    fn make(&self) -> Result<Box<dyn Player>, PlayerError> {
-        let search = SearchConfig::default();
+    fn make(&self, search: SearchConfig) -> Result<Box<dyn Player>, PlayerError> {
         Ok(match self {
             Prepared::Net { name, service, playouts, .. } => {
                 Box::new(SearchPlayer::new(name, service.client(), *playouts, search))
@@ -268,7 +271,8 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
         log.dir().display()
     );
     let mut write_error = None;
-    let report = run_match(&plan, &|| a.make(), &|| b.make(), |game: &MatchGame, report: &MatchReport| {
+    let search = SearchConfig { root_fpu: args.root_fpu, ..SearchConfig::default() };
+    let report = run_match(&plan, &|| a.make(search), &|| b.make(search), |game: &MatchGame, report: &MatchReport| {
         if let Err(e) = log.append(game) {
             write_error.get_or_insert(e);
         }

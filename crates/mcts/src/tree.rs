@@ -24,13 +24,18 @@ pub struct SearchConfig {
     pub fpu_reduction: f32,
     /// The same at the root (where noise makes priors less trustworthy).
     pub fpu_reduction_root: f32,
+    /// An absolute first-play value for the root's unvisited moves instead of the reduction
+    /// (lc0's `FpuStrategyAtRoot=absolute`): 1.0 tries every root move once before any twice
+    /// (unless one is about won), so a move the policy overlooks, such as a capture, still gets
+    /// its value looked at.
+    pub root_fpu: Option<f32>,
     /// Leaves one search collects per evaluator call, kept apart by virtual loss.
     pub leaves_per_batch: usize,
 }
 
 impl Default for SearchConfig {
     fn default() -> SearchConfig {
-        SearchConfig { c_puct: 1.5, fpu_reduction: 0.25, fpu_reduction_root: 0.0, leaves_per_batch: 4 }
+        SearchConfig { c_puct: 1.5, fpu_reduction: 0.25, fpu_reduction_root: 0.0, root_fpu: None, leaves_per_batch: 4 }
     }
 }
 
@@ -121,6 +126,8 @@ pub struct RootStats {
     pub values: Vec<Option<f32>>,
     /// The root position's win/draw/loss for the side to move, from the search.
     pub wdl: [f32; 3],
+    /// Whether each root move (in the order of `children`) ends the game in a draw on the spot.
+    pub draws: Vec<bool>,
 }
 
 impl RootStats {
@@ -169,9 +176,31 @@ impl RootStats {
         self.children.iter().zip(weights).map(|(c, w)| (c.0, w / total)).collect()
     }
 
-    /// The most visited move (ties to the higher prior).
+    /// The move to play: the most visited (ties to the higher prior), except against a draw on
+    /// the spot, whose value is exact. Such a draw gives way to the most visited move that the
+    /// search values above a draw; and the most visited move gives way to such a draw if the
+    /// search values it below one. With few playouts the visits mostly follow the priors, so
+    /// without this a network whose policy likes quiet moves repeats into a draw that its own
+    /// search rates worse than playing on (or plays on where it rates a draw higher).
     pub fn best_move(&self) -> Option<Move> {
-        self.children.iter().max_by(|a, b| a.1.cmp(&b.1).then(a.2.total_cmp(&b.2))).map(|c| c.0)
+        // Full ties go to the first move, as in [`Tree::lines`].
+        let most_visited = |indices: &mut dyn Iterator<Item = usize>| {
+            indices.reduce(|best, i| {
+                let (b, c) = (&self.children[best], &self.children[i]);
+                if c.1.cmp(&b.1).then(c.2.total_cmp(&b.2)).is_gt() { i } else { best }
+            })
+        };
+        let moves = 0..self.children.len();
+        let best = most_visited(&mut moves.clone())?;
+        let draws = |i: usize| self.draws.get(i).copied().unwrap_or(false);
+        let chosen = if draws(best) {
+            most_visited(&mut moves.filter(|&i| !draws(i) && self.values[i].is_some_and(|v| v > 0.0))).unwrap_or(best)
+        } else if self.values[best].is_some_and(|v| v < 0.0) {
+            most_visited(&mut moves.filter(|&i| draws(i))).unwrap_or(best)
+        } else {
+            best
+        };
+        Some(self.children[chosen].0)
     }
 
     /// Picks a move with probability proportional to visits^(1/temperature); the best move when
@@ -395,8 +424,11 @@ impl Tree {
             .filter(|&i| self.nodes[i].visits + self.nodes[i].in_flight > 0)
             .map(|i| self.nodes[i].prior)
             .sum();
-        let reduction = if node == 0 { config.fpu_reduction_root } else { config.fpu_reduction };
-        let fpu = parent_q - reduction * visited_mass.sqrt();
+        let fpu = match (node, config.root_fpu) {
+            (0, Some(absolute)) => absolute,
+            (0, None) => parent_q - config.fpu_reduction_root * visited_mass.sqrt(),
+            _ => parent_q - config.fpu_reduction * visited_mass.sqrt(),
+        };
         let explore = config.c_puct * parent_n.sqrt();
         // A move that loses on the spot is taken only when every move does (an MCTS-solver rule):
         // its exact -1 drags the parent's value, and so the first-play urgency of the moves not
@@ -480,7 +512,11 @@ impl Tree {
         let (value, draw) = (-root.value_sum / n, root.draw_sum / n);
         let win = ((1.0 + value - draw) / 2.0).clamp(0.0, 1.0);
         let loss = ((1.0 - value - draw) / 2.0).clamp(0.0, 1.0);
-        RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss] }
+        let draws = self
+            .children(0)
+            .map(|i| matches!(self.nodes[i].state, State::Terminal { draw, .. } if draw >= 1.0))
+            .collect();
+        RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss], draws }
     }
 
     /// The root's moves, most visited first (ties to the higher prior), each with its principal

@@ -96,6 +96,79 @@ fn assert_overruled_at_once(game: &Game, favourite: Move, playouts: u32) -> Tree
     tree
 }
 
+/// A network that likes one move (half the prior where it is legal) and believes Red is
+/// winning wherever it looks.
+struct FondRedWins(Move);
+
+impl Evaluator for FondRedWins {
+    fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
+        Ok(games
+            .iter()
+            .map(|g| {
+                let legal = g.legal_moves();
+                let rest =
+                    if legal.contains(&self.0) { 0.5 / (legal.len() - 1) as f32 } else { 1.0 / legal.len() as f32 };
+                let priors = legal.iter().map(|&m| if m == self.0 { 0.5 } else { rest }).collect();
+                let red = g.position().turn() == xiangqi::Color::Red;
+                Evaluation { priors, wdl: if red { [0.6, 0.2, 0.2] } else { [0.2, 0.2, 0.6] } }
+            })
+            .collect())
+    }
+}
+
+#[test]
+fn a_side_that_values_playing_on_does_not_repeat_into_a_draw() {
+    // Both sides have shuffled; e1d0 brings back the start position a third time, a repetition
+    // the rules call a draw.
+    let game = game("4k4/4a4/9/9/9/R8/9/9/9/3AK4 b", "e9d9 d0e1 d9e9 e1d0 e9d9 d0e1 d9e9");
+    let mut drawn = game.clone();
+    drawn.push(mv("e1d0")).unwrap();
+    assert_eq!(drawn.outcome().verdict().map(|v| v.reason), Some(Reason::AllowedRepetition));
+    for playouts in [32, 64] {
+        let mut tree = Tree::new(game.clone());
+        search(&mut tree, &mut FondRedWins(mv("e1d0")), playouts, &SearchConfig::default()).unwrap();
+        let root = tree.root();
+        let most_visited = root.children.iter().max_by_key(|c| c.1).unwrap().0;
+        assert_eq!(most_visited, mv("e1d0"), "{playouts} playouts: the prior still draws the visits");
+        assert_ne!(root.best_move(), Some(mv("e1d0")), "{playouts} playouts: Red repeated a won game");
+    }
+}
+
+#[test]
+fn a_draw_on_the_spot_is_weighed_by_its_exact_value_not_its_visits() {
+    let [draw, a, b] = [mv("h2e2"), mv("b2e2"), mv("h0g2")];
+    let root = |values: [Option<f32>; 3], visits: [u32; 3]| RootStats {
+        children: vec![(draw, visits[0], 0.6), (a, visits[1], 0.3), (b, visits[2], 0.1)],
+        values: values.to_vec(),
+        wdl: [0.3, 0.4, 0.3],
+        draws: vec![true, false, false],
+    };
+    // The most visited move draws; the most visited move valued above a draw is played.
+    assert_eq!(root([Some(0.0), Some(0.1), Some(0.3)], [10, 5, 1]).best_move(), Some(a));
+    assert_eq!(root([Some(0.0), Some(-0.1), Some(0.3)], [10, 5, 1]).best_move(), Some(b));
+    // Nothing beats the draw: it stays.
+    assert_eq!(root([Some(0.0), Some(-0.1), None], [10, 5, 0]).best_move(), Some(draw));
+    // The most visited move is valued below a draw: the draw is played instead.
+    assert_eq!(root([Some(0.0), Some(-0.2), Some(0.5)], [2, 9, 1]).best_move(), Some(draw));
+    // Otherwise the visits decide.
+    assert_eq!(root([Some(0.0), Some(0.2), Some(0.5)], [2, 9, 1]).best_move(), Some(a));
+    assert_eq!(root([Some(0.0), Some(0.0), Some(0.5)], [2, 9, 1]).best_move(), Some(a));
+}
+
+#[test]
+fn an_absolute_root_first_play_value_of_a_win_tries_every_root_move() {
+    let game = game("4k4/4a4/9/9/9/R8/9/9/9/3AK4 w", "");
+    let moves = game.legal_moves().len() as u32;
+    let visited = |root_fpu| {
+        let mut tree = Tree::new(game.clone());
+        let config = SearchConfig { root_fpu, ..SearchConfig::default() };
+        search(&mut tree, &mut Fixated(mv("a4a5")), moves + 8, &config).unwrap();
+        tree.root().children.iter().filter(|c| c.1 > 0).count() as u32
+    };
+    assert_eq!(visited(Some(1.0)), moves);
+    assert!(visited(None) < moves / 2, "the usual first-play value follows the 95% prior");
+}
+
 #[test]
 fn a_move_that_allows_mate_in_one_is_refuted_at_its_first_visit() {
     // Red's rook on i4 can block a check on the d-file along its rank; from i0 it cannot, and
@@ -327,6 +400,7 @@ fn the_completed_q_policy_moves_prior_mass_by_the_searched_values_only() {
         children: vec![(a, 3, 0.5), (b, 1, 0.25), (c, 0, 0.25)],
         values: vec![Some(0.5), Some(-0.5), None],
         wdl: [0.4, 0.3, 0.3],
+        draws: vec![false; 3],
     };
     let policy: Vec<f32> = root.completed_q_policy(&[0.5, 0.25, 0.25]).iter().map(|e| e.1).collect();
     assert!((policy.iter().sum::<f32>() - 1.0).abs() < 1e-6);

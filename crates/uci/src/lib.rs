@@ -364,7 +364,7 @@ impl Engine {
             emit(out, &line)?;
         }
         let lines = tree.lines();
-        let best = choose(&game, &lines);
+        let best = choose(&game, tree.root().best_move(), &lines);
         let ponder = lines.iter().find(|l| l.moves[0] == best).and_then(|l| l.moves.get(1));
         match ponder {
             Some(reply) => emit(out, &format!("bestmove {best} ponder {reply}"))?,
@@ -374,15 +374,16 @@ impl Engine {
     }
 }
 
-/// The most visited move that does not lose at once (by a repetition ruling, say), if any does
-/// not; the most visited otherwise.
-fn choose(game: &Game, lines: &[Line]) -> Move {
+/// The search's choice ([`RootStats::best_move`](xqz_mcts::RootStats::best_move)) if it does not
+/// lose at once (by a repetition ruling, say); else the most visited move that does not, if any
+/// does not; the most visited otherwise.
+fn choose(game: &Game, best: Option<Move>, lines: &[Line]) -> Move {
     let us = game.position().turn();
     let loses = |mv: Move| {
         let mut after = game.clone();
         after.push_unchecked(mv).winner() == Some(us.opponent())
     };
-    lines.iter().map(|l| l.moves[0]).find(|&mv| !loses(mv)).unwrap_or(lines[0].moves[0])
+    best.into_iter().chain(lines.iter().map(|l| l.moves[0])).find(|&mv| !loses(mv)).unwrap_or(lines[0].moves[0])
 }
 
 /// The `info` lines of the current search: one per reported principal variation.
