@@ -58,21 +58,30 @@ fn avoids_a_move_that_loses_by_perpetual_check() {
     assert!(visits(mv("h8h9")) <= 2, "the losing check got {} visits", visits(mv("h8h9")));
 }
 
+/// A network fond of one move: `share` of the prior on it wherever it is legal, the rest spread
+/// evenly, and `wdl` as its view of every position.
+fn fond(games: &[&Game], favourite: Move, share: f32, wdl: impl Fn(&Game) -> [f32; 3]) -> Vec<Evaluation> {
+    games
+        .iter()
+        .map(|g| {
+            let legal = g.legal_moves();
+            let rest = if legal.contains(&favourite) {
+                (1.0 - share) / (legal.len() - 1) as f32
+            } else {
+                1.0 / legal.len() as f32
+            };
+            let priors = legal.iter().map(|&m| if m == favourite { share } else { rest }).collect();
+            Evaluation { priors, wdl: wdl(g) }
+        })
+        .collect()
+}
+
 /// A confident network: 95% of the prior on one move wherever it is legal, a draw everywhere.
 struct Fixated(Move);
 
 impl Evaluator for Fixated {
     fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
-        Ok(games
-            .iter()
-            .map(|g| {
-                let legal = g.legal_moves();
-                let rest =
-                    if legal.contains(&self.0) { 0.05 / (legal.len() - 1) as f32 } else { 1.0 / legal.len() as f32 };
-                let priors = legal.iter().map(|&m| if m == self.0 { 0.95 } else { rest }).collect();
-                Evaluation { priors, wdl: [0.0, 1.0, 0.0] }
-            })
-            .collect())
+        Ok(fond(games, self.0, 0.95, |_| [0.0, 1.0, 0.0]))
     }
 }
 
@@ -102,17 +111,9 @@ struct FondRedWins(Move);
 
 impl Evaluator for FondRedWins {
     fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
-        Ok(games
-            .iter()
-            .map(|g| {
-                let legal = g.legal_moves();
-                let rest =
-                    if legal.contains(&self.0) { 0.5 / (legal.len() - 1) as f32 } else { 1.0 / legal.len() as f32 };
-                let priors = legal.iter().map(|&m| if m == self.0 { 0.5 } else { rest }).collect();
-                let red = g.position().turn() == xiangqi::Color::Red;
-                Evaluation { priors, wdl: if red { [0.6, 0.2, 0.2] } else { [0.2, 0.2, 0.6] } }
-            })
-            .collect())
+        Ok(fond(games, self.0, 0.5, |g| {
+            if g.position().turn() == xiangqi::Color::Red { [0.6, 0.2, 0.2] } else { [0.2, 0.2, 0.6] }
+        }))
     }
 }
 
