@@ -176,18 +176,18 @@ impl RootStats {
         self.children.iter().zip(weights).map(|(c, w)| (c.0, w / total)).collect()
     }
 
-    /// The move to play: the most visited (ties to the higher prior), except against a draw on
-    /// the spot, whose value is exact. Such a draw gives way to the most visited move that the
-    /// search values above a draw; and the most visited move gives way to such a draw if the
-    /// search values it below one. With few playouts the visits mostly follow the priors, so
-    /// without this a network whose policy likes quiet moves repeats into a draw that its own
-    /// search rates worse than playing on (or plays on where it rates a draw higher).
+    /// The move to play: the most visited (ties to the higher prior), except that if it draws on
+    /// the spot, it gives way to the most visited move the search values above a draw. With few
+    /// playouts the visits mostly follow the priors, so without this a network whose policy
+    /// likes quiet moves repeats into a draw that its own search rates worse than playing on.
+    /// The converse (taking a draw over a most visited move valued below one) is left to the
+    /// visits: a draw ends the game for good, and a weak network's values would take it on noise.
     pub fn best_move(&self) -> Option<Move> {
-        // Full ties go to the first move, as in [`Tree::lines`].
+        // Full ties go to the last move, as in [`Tree::lines`].
         let most_visited = |indices: &mut dyn Iterator<Item = usize>| {
-            indices.reduce(|best, i| {
-                let (b, c) = (&self.children[best], &self.children[i]);
-                if c.1.cmp(&b.1).then(c.2.total_cmp(&b.2)).is_gt() { i } else { best }
+            indices.max_by(|&a, &b| {
+                let (a, b) = (&self.children[a], &self.children[b]);
+                a.1.cmp(&b.1).then(a.2.total_cmp(&b.2))
             })
         };
         let moves = 0..self.children.len();
@@ -195,8 +195,6 @@ impl RootStats {
         let draws = |i: usize| self.draws.get(i).copied().unwrap_or(false);
         let chosen = if draws(best) {
             most_visited(&mut moves.filter(|&i| !draws(i) && self.values[i].is_some_and(|v| v > 0.0))).unwrap_or(best)
-        } else if self.values[best].is_some_and(|v| v < 0.0) {
-            most_visited(&mut moves.filter(|&i| draws(i))).unwrap_or(best)
         } else {
             best
         };
@@ -519,7 +517,7 @@ impl Tree {
         RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss], draws }
     }
 
-    /// The root's moves, most visited first (ties to the higher prior), each with its principal
+    /// The root's moves, most visited first (ties to the higher prior, then to the later move), each with its principal
     /// variation: the root's best line first.
     pub fn lines(&self) -> Vec<Line> {
         let mut lines: Vec<Line> = self
@@ -555,6 +553,8 @@ impl Tree {
                 }
             })
             .collect();
+        // Full ties in the order RootStats::best_move breaks them: the last move first.
+        lines.reverse();
         lines.sort_by(|a, b| b.visits.cmp(&a.visits).then(b.prior.total_cmp(&a.prior)));
         lines
     }

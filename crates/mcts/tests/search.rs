@@ -149,9 +149,8 @@ fn a_draw_on_the_spot_is_weighed_by_its_exact_value_not_its_visits() {
     assert_eq!(root([Some(0.0), Some(-0.1), Some(0.3)], [10, 5, 1]).best_move(), Some(b));
     // Nothing beats the draw: it stays.
     assert_eq!(root([Some(0.0), Some(-0.1), None], [10, 5, 0]).best_move(), Some(draw));
-    // The most visited move is valued below a draw: the draw is played instead.
-    assert_eq!(root([Some(0.0), Some(-0.2), Some(0.5)], [2, 9, 1]).best_move(), Some(draw));
-    // Otherwise the visits decide.
+    // Otherwise the visits decide, even for a most visited move valued below a draw.
+    assert_eq!(root([Some(0.0), Some(-0.2), Some(0.5)], [2, 9, 1]).best_move(), Some(a));
     assert_eq!(root([Some(0.0), Some(0.2), Some(0.5)], [2, 9, 1]).best_move(), Some(a));
     assert_eq!(root([Some(0.0), Some(0.0), Some(0.5)], [2, 9, 1]).best_move(), Some(a));
 }
