@@ -1,7 +1,6 @@
 //! Strength over time for `xqz run`: every newly published model plays a short match (paired
 //! colours, fixed playouts, the rules' draws, 300 plies at most) against the previous one and the
-//! first one; results go to
-//! `strength.csv` in the run folder.
+//! first one; results go to `strength.csv` in the run folder.
 
 use std::collections::BTreeSet;
 use std::io::Write;

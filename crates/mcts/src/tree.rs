@@ -184,17 +184,16 @@ impl RootStats {
     /// visits: a draw ends the game for good, and a weak network's values would take it on noise.
     pub fn best_move(&self) -> Option<Move> {
         // Full ties go to the last move, as in [`Tree::lines`].
-        let most_visited = |indices: &mut dyn Iterator<Item = usize>| {
-            indices.max_by(|&a, &b| {
+        let most_visited = |among: &dyn Fn(usize) -> bool| {
+            (0..self.children.len()).filter(|&i| among(i)).max_by(|&a, &b| {
                 let (a, b) = (&self.children[a], &self.children[b]);
                 a.1.cmp(&b.1).then(a.2.total_cmp(&b.2))
             })
         };
-        let moves = 0..self.children.len();
-        let best = most_visited(&mut moves.clone())?;
-        let draws = |i: usize| self.draws.get(i).copied().unwrap_or(false);
+        let draws = |i: usize| self.draws.get(i) == Some(&true);
+        let best = most_visited(&|_| true)?;
         let chosen = if draws(best) {
-            most_visited(&mut moves.filter(|&i| !draws(i) && self.values[i].is_some_and(|v| v > 0.0))).unwrap_or(best)
+            most_visited(&|i| !draws(i) && self.values[i].is_some_and(|v| v > 0.0)).unwrap_or(best)
         } else {
             best
         };
@@ -517,8 +516,8 @@ impl Tree {
         RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss], draws }
     }
 
-    /// The root's moves, most visited first (ties to the higher prior, then to the later move), each with its principal
-    /// variation: the root's best line first.
+    /// The root's moves, most visited first (ties to the higher prior, then to the later move),
+    /// each with its principal variation: the root's best line first.
     pub fn lines(&self) -> Vec<Line> {
         let mut lines: Vec<Line> = self
             .children(0)
