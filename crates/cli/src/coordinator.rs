@@ -42,7 +42,7 @@ pub struct CoordinatorArgs {
     late_temperature: f32,
     /// Softmax temperature of the network's priors at the root of full self-play searches (above
     /// 1 flattens them against the policy's collapse with few playouts).
-    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
+    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_temperature)]
     root_policy_temperature: f32,
     #[command(flatten)]
     rules: SelfPlayRules,

@@ -55,6 +55,12 @@ pub struct MatchArgs {
     /// before any twice); default: the search's usual reduction from the parent's value.
     #[arg(long, allow_hyphen_values = true)]
     root_fpu: Option<f32>,
+    /// Softmax temperature of searching players' priors at every node (above 1 flattens them).
+    #[arg(long, default_value_t = 1.0, value_parser = crate::selfplay::parse_temperature)]
+    policy_temperature: f32,
+    /// Searching players rule on a position's first repetition as if it went on to the third.
+    #[arg(long)]
+    rule_first_repetition: bool,
     /// Plies of each random opening.
     #[arg(long, default_value_t = 4)]
     random_plies: u32,
@@ -271,7 +277,12 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
         log.dir().display()
     );
     let mut write_error = None;
-    let search = SearchConfig { root_fpu: args.root_fpu, ..SearchConfig::default() };
+    let search = SearchConfig {
+        root_fpu: args.root_fpu,
+        policy_temperature: args.policy_temperature,
+        rule_first_repetition: args.rule_first_repetition,
+        ..SearchConfig::default()
+    };
     let report = run_match(&plan, &|| a.make(search), &|| b.make(search), |game: &MatchGame, report: &MatchReport| {
         if let Err(e) = log.append(game) {
             write_error.get_or_insert(e);

@@ -50,7 +50,7 @@ pub struct RunArgs {
     late_temperature: f32,
     /// Softmax temperature of the network's priors at the root of full self-play searches (above
     /// 1 flattens them against the policy's collapse with few playouts).
-    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
+    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_temperature)]
     root_policy_temperature: f32,
     /// Game length cap in plies (0: no cap).
     #[arg(long, default_value_t = 300)]

@@ -78,7 +78,7 @@ pub struct SelfPlayArgs {
     late_temperature: f32,
     /// Softmax temperature of the network's priors at the root of full self-play searches (above
     /// 1 flattens them against the policy's collapse with few playouts).
-    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_root_temperature)]
+    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_temperature)]
     root_policy_temperature: f32,
     /// Fraction of moves with a full search (1 turns playout cap randomization off).
     #[arg(long, default_value_t = 0.25)]
@@ -150,7 +150,7 @@ impl SelfPlayArgs {
 }
 
 /// Parses a positive, finite temperature.
-pub fn parse_root_temperature(text: &str) -> Result<f32, String> {
+pub fn parse_temperature(text: &str) -> Result<f32, String> {
     match text.parse::<f32>() {
         Ok(t) if t > 0.0 && t.is_finite() => Ok(t),
         _ => Err(format!("expected a positive temperature, got {text:?}")),

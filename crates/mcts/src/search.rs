@@ -2,7 +2,7 @@
 //! `leaves_per_batch` leaves.
 
 use crate::evaluator::{EvalError, Evaluation, Evaluator};
-use crate::tree::{PendingLeaf, SearchConfig, Selection, Tree};
+use crate::tree::{PendingLeaf, SearchConfig, Selection, Tree, temper};
 
 /// Collects up to `limit` leaves of `tree` to evaluate (fewer on a collision); terminal
 /// selections are backed up on the way and count toward `target` playouts.
@@ -21,13 +21,15 @@ pub(crate) fn collect_leaves(tree: &mut Tree, config: &SearchConfig, target: u32
     }
 }
 
-/// Evaluates leaves and checks that the answers fit them.
+/// Evaluates leaves, checks that the answers fit them and tempers their priors by the config's
+/// policy temperature.
 pub(crate) fn evaluate_leaves<E: Evaluator + ?Sized>(
     evaluator: &mut E,
     leaves: &[PendingLeaf],
+    config: &SearchConfig,
 ) -> Result<Vec<Evaluation>, EvalError> {
     let games: Vec<_> = leaves.iter().map(|l| &l.game).collect();
-    let evaluations = evaluator.evaluate(&games)?;
+    let mut evaluations = evaluator.evaluate(&games)?;
     if evaluations.len() != leaves.len() {
         return Err(EvalError(format!("{} answers for {} positions", evaluations.len(), leaves.len())));
     }
@@ -40,6 +42,9 @@ pub(crate) fn evaluate_leaves<E: Evaluator + ?Sized>(
                 leaf.game.position()
             )));
         }
+    }
+    for e in &mut evaluations {
+        temper(&mut e.priors, config.policy_temperature);
     }
     Ok(evaluations)
 }
@@ -91,7 +96,7 @@ pub fn search_until<E: Evaluator + ?Sized>(
         if leaves.is_empty() {
             continue;
         }
-        let evaluations = evaluate_leaves(evaluator, &leaves)?;
+        let evaluations = evaluate_leaves(evaluator, &leaves, config)?;
         for (leaf, evaluation) in leaves.drain(..).zip(&evaluations) {
             tree.expand(leaf, evaluation);
         }

@@ -356,7 +356,7 @@ fn play_games<E: Evaluator + ?Sized>(
         }
         if !leaves.is_empty() {
             let start = Instant::now();
-            let evaluations = evaluate_leaves(evaluator, &leaves)?;
+            let evaluations = evaluate_leaves(evaluator, &leaves, &config.search)?;
             stats.evaluator_time += start.elapsed();
             stats.batches += 1;
             stats.evaluations += leaves.len() as u64;

@@ -29,13 +29,29 @@ pub struct SearchConfig {
     /// (unless one is about won), so a move the policy overlooks, such as a capture, still gets
     /// its value looked at.
     pub root_fpu: Option<f32>,
+    /// Softmax temperature of the network's priors at every node (lc0's `PolicySoftmaxTemp`;
+    /// 1 leaves them as they are). Above 1 it flattens a policy that has learnt to like a few
+    /// quiet moves, so that few playouts still look at the captures and mates it overlooks.
+    pub policy_temperature: f32,
+    /// Rules on a position's first repetition as if it went on to the third (as chess engines
+    /// score a repetition in the search as a draw): a side that is ahead then stops going round
+    /// in circles, which with few playouts it only notices once the repetition is final.
+    pub rule_first_repetition: bool,
     /// Leaves one search collects per evaluator call, kept apart by virtual loss.
     pub leaves_per_batch: usize,
 }
 
 impl Default for SearchConfig {
     fn default() -> SearchConfig {
-        SearchConfig { c_puct: 1.5, fpu_reduction: 0.25, fpu_reduction_root: 0.0, root_fpu: None, leaves_per_batch: 4 }
+        SearchConfig {
+            c_puct: 1.5,
+            fpu_reduction: 0.25,
+            fpu_reduction_root: 0.0,
+            root_fpu: None,
+            policy_temperature: 1.0,
+            rule_first_repetition: false,
+            leaves_per_batch: 4,
+        }
     }
 }
 
@@ -49,6 +65,10 @@ enum State {
     Expanded,
     /// The game is over here: the value for the player who moved into it, and the draw share.
     Terminal { value: f32, draw: f32 },
+    /// The position occurred before and the search rules on it as if repeated to the end (see
+    /// [`SearchConfig::rule_first_repetition`]); the game itself goes on. Values as for
+    /// `Terminal`.
+    Repeated { value: f32, draw: f32 },
     /// The side to move here has a move that wins on the spot: a proven loss for the player who
     /// moved into it, known without evaluating it.
     Refuted,
@@ -58,7 +78,7 @@ impl State {
     /// The exact value for the player who moved into the node, and the draw share, if known.
     fn exact(self) -> Option<(f32, f32)> {
         match self {
-            State::Terminal { value, draw } => Some((value, draw)),
+            State::Terminal { value, draw } | State::Repeated { value, draw } => Some((value, draw)),
             State::Refuted => Some((-1.0, 0.0)),
             State::Leaf | State::Pending | State::Expanded => None,
         }
@@ -126,7 +146,8 @@ pub struct RootStats {
     pub values: Vec<Option<f32>>,
     /// The root position's win/draw/loss for the side to move, from the search.
     pub wdl: [f32; 3],
-    /// Whether each root move (in the order of `children`) ends the game in a draw on the spot.
+    /// Whether each root move (in the order of `children`) ends the game in a draw on the spot,
+    /// or repeats a position that the search rules a draw.
     pub draws: Vec<bool>,
 }
 
@@ -248,6 +269,22 @@ pub struct Tree {
     game: Game,
 }
 
+/// Raises `priors` to the power `1 / temperature` and normalises them again (left as they are if
+/// that cannot be done).
+pub(crate) fn temper(priors: &mut [f32], temperature: f32) {
+    if temperature == 1.0 {
+        return;
+    }
+    let tempered: Vec<f64> = priors.iter().map(|&p| f64::from(p).powf(1.0 / f64::from(temperature))).collect();
+    let total: f64 = tempered.iter().sum();
+    if total <= 0.0 || !total.is_finite() {
+        return;
+    }
+    for (p, t) in priors.iter_mut().zip(tempered) {
+        *p = (t / total) as f32;
+    }
+}
+
 /// Whether the side to move has a move that ends the game in its favour (mate, or stalemate,
 /// which also loses in xiangqi).
 fn has_winning_move(game: &Game) -> bool {
@@ -261,10 +298,10 @@ fn has_winning_move(game: &Game) -> bool {
     })
 }
 
-/// The value of a finished game for the player who made its last move, and the draw share.
-fn terminal_value(game: &Game) -> (f32, f32) {
+/// The value of an outcome for the player who made the last move of `game`, and the draw share.
+fn outcome_value(game: &Game, outcome: Outcome) -> (f32, f32) {
     let mover = game.position().turn().opponent();
-    match game.outcome() {
+    match outcome {
         Outcome::Win { winner, .. } if winner == mover => (1.0, 0.0),
         Outcome::Win { .. } => (-1.0, 0.0),
         _ => (0.0, 1.0),
@@ -328,18 +365,11 @@ impl Tree {
     pub fn temper_root_priors(&mut self, temperature: f32) {
         assert!(self.root_expanded(), "tempering needs an expanded root");
         assert!(temperature > 0.0 && temperature.is_finite(), "temperature {temperature} must be positive");
-        if temperature == 1.0 {
-            return;
-        }
         let range = self.children(0);
-        let tempered: Vec<f64> =
-            range.clone().map(|i| f64::from(self.nodes[i].prior).powf(1.0 / f64::from(temperature))).collect();
-        let total: f64 = tempered.iter().sum();
-        if total <= 0.0 || !total.is_finite() {
-            return;
-        }
-        for (i, p) in range.zip(tempered) {
-            self.nodes[i].prior = (p / total) as f32;
+        let mut priors: Vec<f32> = range.clone().map(|i| self.nodes[i].prior).collect();
+        temper(&mut priors, temperature);
+        for (i, p) in range.zip(priors) {
+            self.nodes[i].prior = p;
         }
     }
 
@@ -374,7 +404,7 @@ impl Tree {
                     self.revert(&path);
                     return Selection::Collision;
                 }
-                state @ (State::Terminal { .. } | State::Refuted) => {
+                state @ (State::Terminal { .. } | State::Repeated { .. } | State::Refuted) => {
                     let (value, draw) = state.exact().expect("a settled node");
                     self.backup(&path, value, draw, true);
                     return Selection::Terminal;
@@ -393,8 +423,18 @@ impl Tree {
             game.push_unchecked(mv);
         }
         if game.outcome().is_over() {
-            let (value, draw) = terminal_value(&game);
+            let (value, draw) = outcome_value(&game, game.outcome());
             self.nodes[node].state = State::Terminal { value, draw };
+            self.backup(&path, value, draw, true);
+            return Selection::Terminal;
+        }
+        // The root is searched whatever came before it.
+        if node != 0
+            && config.rule_first_repetition
+            && let Some(ruling) = game.ruling_if_repeated()
+        {
+            let (value, draw) = outcome_value(&game, ruling);
+            self.nodes[node].state = State::Repeated { value, draw };
             self.backup(&path, value, draw, true);
             return Selection::Terminal;
         }
@@ -511,7 +551,9 @@ impl Tree {
         let loss = ((1.0 - value - draw) / 2.0).clamp(0.0, 1.0);
         let draws = self
             .children(0)
-            .map(|i| matches!(self.nodes[i].state, State::Terminal { draw, .. } if draw >= 1.0))
+            .map(|i| {
+                matches!(self.nodes[i].state, State::Terminal { draw, .. } | State::Repeated { draw, .. } if draw >= 1.0)
+            })
             .collect();
         RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss], draws }
     }

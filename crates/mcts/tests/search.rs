@@ -170,6 +170,60 @@ fn an_absolute_root_first_play_value_of_a_win_tries_every_root_move() {
 }
 
 #[test]
+fn a_policy_temperature_flattens_the_priors_the_search_uses() {
+    let game = game("4k4/4a4/9/9/9/R8/9/9/9/3AK4 w", "");
+    let favourite = mv("a4a5");
+    let searched = |policy_temperature| {
+        let mut tree = Tree::new(game.clone());
+        let config = SearchConfig { policy_temperature, ..SearchConfig::default() };
+        search(&mut tree, &mut Fixated(favourite), 64, &config).unwrap();
+        tree.root()
+    };
+    let (sharp, flat) = (searched(1.0), searched(4.0));
+    let prior = |root: &RootStats| f64::from(root.children.iter().find(|c| c.0 == favourite).unwrap().2);
+    let others = game.legal_moves().len() as f64 - 1.0;
+    let tempered = |p: f64| p.powf(1.0 / 4.0);
+    let expected = tempered(0.95) / (tempered(0.95) + others * tempered(0.05 / others));
+    assert!((prior(&sharp) - 0.95).abs() < 1e-6, "1 leaves the priors alone");
+    assert!((prior(&flat) - expected).abs() < 1e-5, "prior {} where {expected} was due", prior(&flat));
+    let visited = |root: &RootStats| root.children.iter().filter(|c| c.1 > 0).count();
+    assert!(visited(&flat) > 3 * visited(&sharp), "{} moves visited flat, {} sharp", visited(&flat), visited(&sharp));
+}
+
+#[test]
+fn ruling_on_first_repetitions_makes_a_perpetual_check_lost_and_a_quiet_cycle_drawn_at_once() {
+    let searched = |game: &Game, favourite: Move, rule_first_repetition| {
+        let mut tree = Tree::new(game.clone());
+        let config = SearchConfig { rule_first_repetition, ..SearchConfig::default() };
+        search(&mut tree, &mut Fixated(favourite), 32, &config).unwrap();
+        tree
+    };
+    // The rook has checked twice; h8h9 brings back the position after its first check.
+    let checking = game("3k5/9/7R1/9/9/9/9/9/9/4K4 w", "h7h9 d9d8 h9h8 d8d9");
+    let check = mv("h8h9");
+    let line = |tree: &Tree| tree.lines().into_iter().find(|l| l.moves[0] == check).unwrap();
+    let ruled = line(&searched(&checking, check, true));
+    assert_eq!((ruled.visits, ruled.wdl), (1, [0.0, 0.0, 1.0]), "a perpetual check loses");
+    assert!(!ruled.ends_game, "the game itself goes on");
+    assert!(line(&searched(&checking, check, false)).visits > 1, "the first repetition is not final");
+
+    // Knights out and back: the start position again, a quiet cycle.
+    let quiet = game("rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w", "h0g2 h9g7 g2h0");
+    let back = mv("g7h9");
+    let drawn = |rule| {
+        let root = searched(&quiet, back, rule).root();
+        let i = root.children.iter().position(|c| c.0 == back).unwrap();
+        (root.draws[i], root.values[i])
+    };
+    assert_eq!(drawn(true), (true, Some(0.0)));
+    assert!(!drawn(false).0);
+    // A root that repeats a position is searched all the same.
+    let mut repeated = quiet.clone();
+    repeated.push(back).unwrap();
+    assert_eq!(searched(&repeated, mv("h0g2"), true).root().playouts(), 32);
+}
+
+#[test]
 fn a_move_that_allows_mate_in_one_is_refuted_at_its_first_visit() {
     // Red's rook on i4 can block a check on the d-file along its rank; from i0 it cannot, and
     // a8d8 mates (the kings may not face each other, so the red king cannot step to e0).

@@ -570,6 +570,34 @@ impl Game {
     /// At the third occurrence of the current position (same side to move) since the last
     /// capture, rules on the cycle of moves between its first occurrence and now.
     fn judge_repetition(&self) -> Option<Outcome> {
+        self.judge_cycles(3)
+    }
+
+    /// If the current position occurred before since the last capture (same side to move), the
+    /// ruling the game would make if the moves since then were repeated until the position's
+    /// third occurrence. A search that treats a first repetition as final (as chess engines do)
+    /// needs it: a perpetual check stays a loss there rather than a draw.
+    ///
+    /// ```
+    /// use xiangqi::game::{Game, Outcome};
+    /// let mut game = Game::new(Default::default());
+    /// for mv in ["h2e2", "h9g7", "e2h2"] {
+    ///     game.push_str(mv)?;
+    /// }
+    /// assert_eq!(game.ruling_if_repeated(), None);
+    /// game.push_str("g7h9")?;
+    /// let outcome = game.ruling_if_repeated().expect("the start position is back");
+    /// assert!(matches!(outcome, Outcome::Draw { .. }));
+    /// assert!(!game.outcome().is_over(), "the game itself goes on");
+    /// # Ok::<(), xiangqi::game::GameError>(())
+    /// ```
+    pub fn ruling_if_repeated(&self) -> Option<Outcome> {
+        self.judge_cycles(2).map(|ruling| self.repetition_end(ruling))
+    }
+
+    /// Rules on the moves since the `occurrences`-th last occurrence of the current position, if
+    /// it occurred that often since the last capture.
+    fn judge_cycles(&self, occurrences: usize) -> Option<Outcome> {
         let n = self.plies.len();
         let current = self.pos.hash();
         // Position index i is the position after i plies. The position right after a capture is
@@ -578,20 +606,20 @@ impl Game {
         let after_capture_counts = self.config.ruleset == Ruleset::Wxf;
         let first_counted =
             if self.anchor_ply == 0 || after_capture_counts { self.anchor_ply } else { self.anchor_ply + 1 };
-        let mut occurrences = 1;
+        let mut found = 1;
         let mut first = n;
         let mut i = n;
         while i >= first_counted + 2 {
             i -= 2;
             if self.hash_at(i) == current {
-                occurrences += 1;
+                found += 1;
                 first = i;
-                if occurrences == 3 {
+                if found == occurrences {
                     break;
                 }
             }
         }
-        if occurrences < 3 {
+        if found < occurrences {
             return None;
         }
         // The positions from `first` on and the moves between them form the repeated cycles. The
