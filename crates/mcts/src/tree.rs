@@ -405,9 +405,7 @@ impl Tree {
                     return Selection::Collision;
                 }
                 state @ (State::Terminal { .. } | State::Repeated { .. } | State::Refuted) => {
-                    let (value, draw) = state.exact().expect("a settled node");
-                    self.backup(&path, value, draw, true);
-                    return Selection::Terminal;
+                    return self.settle(&path, state);
                 }
                 State::Expanded => {
                     let child = self.best_child(node, config);
@@ -424,9 +422,7 @@ impl Tree {
         }
         if game.outcome().is_over() {
             let (value, draw) = outcome_value(&game, game.outcome());
-            self.nodes[node].state = State::Terminal { value, draw };
-            self.backup(&path, value, draw, true);
-            return Selection::Terminal;
+            return self.settle(&path, State::Terminal { value, draw });
         }
         // The root is searched whatever came before it.
         if node != 0
@@ -434,20 +430,24 @@ impl Tree {
             && let Some(ruling) = game.ruling_if_repeated()
         {
             let (value, draw) = outcome_value(&game, ruling);
-            self.nodes[node].state = State::Repeated { value, draw };
-            self.backup(&path, value, draw, true);
-            return Selection::Terminal;
+            return self.settle(&path, State::Repeated { value, draw });
         }
         // A reply that mates is found here rather than left to the search below, where a network
         // that gives it a tiny prior would not visit it: without this, a move that allows mate in
         // one looks as good as the network's value of the position after it.
         if node != 0 && has_winning_move(&game) {
-            self.nodes[node].state = State::Refuted;
-            self.backup(&path, -1.0, 0.0, true);
-            return Selection::Terminal;
+            return self.settle(&path, State::Refuted);
         }
         self.nodes[node].state = State::Pending;
         Selection::Evaluate(Box::new(PendingLeaf { path, game }))
+    }
+
+    /// Gives the node at the end of `path` a state whose value is known and backs that value up.
+    fn settle(&mut self, path: &[u32], state: State) -> Selection {
+        let (value, draw) = state.exact().expect("a settled state");
+        self.nodes[*path.last().expect("a path has its root") as usize].state = state;
+        self.backup(path, value, draw, true);
+        Selection::Terminal
     }
 
     fn best_child(&self, node: usize, config: &SearchConfig) -> usize {

@@ -93,11 +93,17 @@ fn a_confident_prior_on_a_move_that_loses_on_the_spot_is_overruled_at_once() {
     }
 }
 
+/// Searches `game` to `playouts` with [`Fixated`] on `favourite`.
+fn search_fixated(game: &Game, favourite: Move, playouts: u32, config: &SearchConfig) -> Tree {
+    let mut tree = Tree::new(game.clone());
+    search(&mut tree, &mut Fixated(favourite), playouts, config).unwrap();
+    tree
+}
+
 /// Searches `game` with [`Fixated`] on `favourite` and checks that the favourite got one visit
 /// and was not chosen; returns the tree.
 fn assert_overruled_at_once(game: &Game, favourite: Move, playouts: u32) -> Tree {
-    let mut tree = Tree::new(game.clone());
-    search(&mut tree, &mut Fixated(favourite), playouts, &SearchConfig::default()).unwrap();
+    let tree = search_fixated(game, favourite, playouts, &SearchConfig::default());
     let root = tree.root();
     let visits = root.children.iter().find(|c| c.0 == favourite).unwrap().1;
     assert_eq!(visits, 1, "{playouts} playouts: {favourite} was tried more than once");
@@ -160,9 +166,8 @@ fn an_absolute_root_first_play_value_of_a_win_tries_every_root_move() {
     let game = game("4k4/4a4/9/9/9/R8/9/9/9/3AK4 w", "");
     let moves = game.legal_moves().len() as u32;
     let visited = |root_fpu| {
-        let mut tree = Tree::new(game.clone());
         let config = SearchConfig { root_fpu, ..SearchConfig::default() };
-        search(&mut tree, &mut Fixated(mv("a4a5")), moves + 8, &config).unwrap();
+        let tree = search_fixated(&game, mv("a4a5"), moves + 8, &config);
         tree.root().children.iter().filter(|c| c.1 > 0).count() as u32
     };
     assert_eq!(visited(Some(1.0)), moves);
@@ -174,10 +179,8 @@ fn a_policy_temperature_flattens_the_priors_the_search_uses() {
     let game = game("4k4/4a4/9/9/9/R8/9/9/9/3AK4 w", "");
     let favourite = mv("a4a5");
     let searched = |policy_temperature| {
-        let mut tree = Tree::new(game.clone());
         let config = SearchConfig { policy_temperature, ..SearchConfig::default() };
-        search(&mut tree, &mut Fixated(favourite), 64, &config).unwrap();
-        tree.root()
+        search_fixated(&game, favourite, 64, &config).root()
     };
     let (sharp, flat) = (searched(1.0), searched(4.0));
     let prior = |root: &RootStats| f64::from(root.children.iter().find(|c| c.0 == favourite).unwrap().2);
@@ -193,10 +196,7 @@ fn a_policy_temperature_flattens_the_priors_the_search_uses() {
 #[test]
 fn ruling_on_first_repetitions_makes_a_perpetual_check_lost_and_a_quiet_cycle_drawn_at_once() {
     let searched = |game: &Game, favourite: Move, rule_first_repetition| {
-        let mut tree = Tree::new(game.clone());
-        let config = SearchConfig { rule_first_repetition, ..SearchConfig::default() };
-        search(&mut tree, &mut Fixated(favourite), 32, &config).unwrap();
-        tree
+        search_fixated(game, favourite, 32, &SearchConfig { rule_first_repetition, ..SearchConfig::default() })
     };
     // The rook has checked twice; h8h9 brings back the position after its first check.
     let checking = game("3k5/9/7R1/9/9/9/9/9/9/4K4 w", "h7h9 d9d8 h9h8 d8d9");
