@@ -77,6 +77,10 @@ pub struct RunArgs {
     /// (the rest is the search's visits).
     #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_ratio)]
     policy_smoothing: f32,
+    /// Share of a material estimate of the position in the value target, 0 to 1 (knowledge put
+    /// in, not learnt: it keeps more material better where won games' results saturate).
+    #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_ratio)]
+    material_target: f32,
     /// Plies over which the game result's share of the value target fades, the search's root
     /// estimate taking the rest (TD(lambda)-like; 0: the share does not fade).
     #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_horizon)]
@@ -249,6 +253,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
             args.policy_smoothing.to_string(),
             "--result-horizon".into(),
             args.result_horizon.to_string(),
+            "--material-target".into(),
+            args.material_target.to_string(),
             "--publish-every".into(),
             args.publish_every.to_string(),
             "--checkpoint-every".into(),

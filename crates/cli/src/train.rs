@@ -55,6 +55,10 @@ pub struct TrainArgs {
     /// (the rest is the search's visits).
     #[arg(long, default_value_t = 0.0, value_parser = parse_ratio)]
     policy_smoothing: f32,
+    /// Share of a material estimate of the position in the value target, 0 to 1 (knowledge put
+    /// in, not learnt: it keeps more material better where won games' results saturate).
+    #[arg(long, default_value_t = 0.0, value_parser = parse_ratio)]
+    material_target: f32,
     /// Plies over which the game result's share of the value target fades, the search's root
     /// estimate taking the rest (TD(lambda)-like; 0: the share does not fade).
     #[arg(long, default_value_t = 0.0, value_parser = parse_horizon)]
@@ -134,6 +138,7 @@ pub fn run(args: &TrainArgs) -> Result<()> {
             value_q_ratio: args.value_q_ratio,
             policy_smoothing: args.policy_smoothing,
             result_horizon: args.result_horizon,
+            material_share: args.material_target,
         },
         min_samples: args.min_samples,
         checkpoint_every: args.checkpoint_every,

@@ -1,6 +1,7 @@
 //! What the search asks of a network: priors over a position's legal moves and a win/draw/loss
 //! estimate, for many positions at once.
 
+use xiangqi::Position;
 use xiangqi::game::Game;
 
 /// A network's answer for one position.
@@ -53,23 +54,35 @@ pub struct MaterialEvaluator;
 
 impl MaterialEvaluator {
     /// Material of the side to move minus the opponent's, in pawns ([`xiangqi::Position::material`]).
-    pub fn balance(game: &Game) -> f32 {
-        let pos = game.position();
+    pub fn balance(pos: &Position) -> f32 {
         let us = pos.turn();
         (pos.material(us) as f32 - pos.material(us.opponent()) as f32) / 2.0
+    }
+
+    /// The [win, draw, loss] estimate for the side to move: a logistic on the balance, a rook up
+    /// being about an 80% score, so that more material is always better (it never saturates the
+    /// way a won game's result does).
+    ///
+    /// ```
+    /// use xiangqi::Position;
+    /// use xqz_mcts::MaterialEvaluator;
+    ///
+    /// let even = MaterialEvaluator::wdl(&Position::startpos());
+    /// assert!((even[0] - even[2]).abs() < 1e-6);
+    /// let rook_up: Position = "1nbakabn1/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABN1 w - - 0 1".parse()?;
+    /// let [win, _, loss] = MaterialEvaluator::wdl(&rook_up);
+    /// assert!(win > 0.75 && loss < 0.2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn wdl(pos: &Position) -> [f32; 3] {
+        let score = 1.0 / (1.0 + (-Self::balance(pos) / 6.5).exp());
+        let draw = 0.2 * (1.0 - (2.0 * score - 1.0).abs());
+        [score - draw / 2.0, draw, 1.0 - score - draw / 2.0]
     }
 }
 
 impl Evaluator for MaterialEvaluator {
     fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
-        Ok(games
-            .iter()
-            .map(|g| {
-                // A logistic on the balance: a rook up is about an 80% score.
-                let score = 1.0 / (1.0 + (-Self::balance(g) / 6.5).exp());
-                let draw = 0.2 * (1.0 - (2.0 * score - 1.0).abs());
-                Evaluation { priors: uniform(g), wdl: [score - draw / 2.0, draw, 1.0 - score - draw / 2.0] }
-            })
-            .collect())
+        Ok(games.iter().map(|g| Evaluation { priors: uniform(g), wdl: Self::wdl(g.position()) }).collect())
     }
 }

@@ -3,6 +3,7 @@
 
 use xiangqi::{Color, Move};
 use xqz_dataset::Batch;
+use xqz_mcts::MaterialEvaluator;
 use xqz_net::TrainBatch;
 use xqz_net::encoding::{self, BoardCodeError, History, INPUT_SIZE};
 use xqz_net::policy::{self, POLICY_SIZE};
@@ -17,6 +18,14 @@ pub enum DataError {
         row: usize,
         /// The bad code.
         source: BoardCodeError,
+    },
+    /// A board that is not a legal position, which the material share of the value target needs.
+    #[error("row {row}: {source}")]
+    Position {
+        /// Row in the batch.
+        row: usize,
+        /// Why it is not one.
+        source: xqz_dataset::DatasetError,
     },
     /// A policy entry that is not a possible move.
     #[error("row {row}: policy move code {code} is not a possible move")]
@@ -45,6 +54,13 @@ pub struct Targets {
     /// search's root estimate takes the rest, as in TD(lambda): a result many plies away says
     /// little about the position, and a network fitted to it learns confident noise.
     pub result_horizon: f32,
+    /// Share of the position's material estimate ([`MaterialEvaluator::wdl`]) in the value
+    /// target, 0 to 1 (0: none; the rest is the mix above). Knowledge put in, not learnt: a short
+    /// run's games, ended by material adjudication, teach that a pawn up wins, a value that
+    /// saturates, and a search on a saturated value stops taking material and so never mates;
+    /// the material term keeps more material better (KataGo adds a score utility to its
+    /// win rate for the same reason).
+    pub material_share: f32,
 }
 
 impl Targets {
@@ -65,14 +81,16 @@ pub struct TrainingData {
     /// zero for rows without a full search, which so add nothing to the policy loss.
     pub policy: Vec<f32>,
     /// Value targets for the side to move, `rows * 3` (win, draw, loss): the game's result, mixed
-    /// with the search's root estimate by [`Targets::result_share`].
+    /// with the search's root estimate by [`Targets::result_share`] and with the material
+    /// estimate by [`Targets::material_share`].
     pub wdl: Vec<f32>,
 }
 
 impl TrainingData {
-    /// Converts a replay batch. The value target is `r * result + (1 - r) * root WDL`, with
-    /// `r` from [`Targets::result_share`], and the policy target `(1 - s) * search + s * uniform`
-    /// over the recorded moves, with `s` from `targets`.
+    /// Converts a replay batch. The value target is
+    /// `(1 - m) * (r * result + (1 - r) * root WDL) + m * material WDL`, with `r` from
+    /// [`Targets::result_share`] and `m` the [`Targets::material_share`], and the policy target
+    /// `(1 - s) * search + s * uniform` over the recorded moves, with `s` from `targets`.
     pub fn from_replay(batch: &Batch, targets: Targets) -> Result<TrainingData, DataError> {
         let rows = batch.size;
         let wdl = (0..rows * 3)
@@ -83,6 +101,7 @@ impl TrainingData {
             .collect();
         let mut data =
             TrainingData { inputs: vec![0.0; rows * INPUT_SIZE], policy: vec![0.0; rows * POLICY_SIZE], wdl };
+        let m = targets.material_share;
         // The recorded moves' indices of one row, kept for its smoothing; one buffer for all rows.
         let mut indices = Vec::new();
         for row in 0..rows {
@@ -98,6 +117,14 @@ impl TrainingData {
                 &mut data.inputs[row * INPUT_SIZE..(row + 1) * INPUT_SIZE],
             )
             .map_err(|source| DataError::Board { row, source })?;
+            if m > 0.0 {
+                let pos = xqz_dataset::decode_board(batch.board(row), turn)
+                    .map_err(|source| DataError::Position { row, source })?;
+                let material = MaterialEvaluator::wdl(&pos);
+                for (target, estimate) in data.wdl[row * 3..row * 3 + 3].iter_mut().zip(material) {
+                    *target = (1.0 - m) * *target + m * estimate;
+                }
+            }
             if batch.full_search[row] == 0 {
                 continue;
             }

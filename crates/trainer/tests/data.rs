@@ -6,6 +6,7 @@ use rand_chacha::ChaCha8Rng;
 use xiangqi::{Color, Move};
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 use xqz_dataset::{Batch, DatasetWriter, ReplayConfig, ReplayWindow, WriterConfig, decode_board};
+use xqz_mcts::MaterialEvaluator;
 use xqz_net::encoding::{self, History, INPUT_SIZE};
 use xqz_net::policy::{self, POLICY_SIZE};
 use xqz_trainer::{Targets, TrainingData};
@@ -109,6 +110,40 @@ fn with_a_result_horizon_the_result_fades_into_the_root_estimate_with_the_plies_
     assert_eq!(targets.result_share(0.0), 0.8);
     assert!((targets.result_share(10.0) - 0.8 / std::f32::consts::E).abs() < 1e-6);
     assert_eq!(Targets { value_q_ratio: 0.2, ..Targets::default() }.result_share(1000.0), 0.8);
+}
+
+#[test]
+fn a_material_share_mixes_the_material_estimate_of_each_position_into_the_value_target() {
+    let batch = batches(0.5).swap_remove(0);
+    let targets = Targets { value_q_ratio: 0.5, material_share: 0.25, ..Targets::default() };
+    let data = TrainingData::from_replay(&batch, targets).unwrap();
+    let without = TrainingData::from_replay(&batch, Targets { material_share: 0.0, ..targets }).unwrap();
+    let mut uneven = 0;
+    for row in 0..batch.size {
+        let turn = if batch.side_to_move[row] == 0 { Color::Red } else { Color::Black };
+        let material = MaterialEvaluator::wdl(&decode_board(batch.board(row), turn).unwrap());
+        for (k, i) in (row * 3..row * 3 + 3).enumerate() {
+            let expected = 0.75 * without.wdl[i] + 0.25 * material[k];
+            assert!((data.wdl[i] - expected).abs() < 1e-6, "row {row}, entry {i}: {} != {expected}", data.wdl[i]);
+        }
+        uneven += usize::from((material[0] - material[2]).abs() > 0.05);
+    }
+    // Random games trade pieces, so the material estimate is not a constant.
+    assert!(uneven > batch.size / 4, "{uneven} of {} rows with a material lead", batch.size);
+}
+
+#[test]
+fn a_board_that_is_no_position_is_refused_when_the_material_share_needs_one() {
+    let mut batch = batches(0.0).swap_remove(0);
+    // Both kings off the board: every code is valid, the position is not.
+    for code in &mut batch.boards[2 * 90..3 * 90] {
+        if *code == 1 || *code == 8 {
+            *code = 0;
+        }
+    }
+    TrainingData::from_replay(&batch, Targets::default()).unwrap();
+    let err = TrainingData::from_replay(&batch, Targets { material_share: 0.5, ..Targets::default() }).unwrap_err();
+    assert!(err.to_string().starts_with("row 2: "), "{err}");
 }
 
 #[test]
