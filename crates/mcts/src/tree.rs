@@ -149,6 +149,8 @@ pub struct RootStats {
     /// Whether each root move (in the order of `children`) ends the game in a draw on the spot,
     /// or repeats a position that the search rules a draw.
     pub draws: Vec<bool>,
+    /// Whether each root move (in the order of `children`) wins the game on the spot.
+    pub wins: Vec<bool>,
 }
 
 impl RootStats {
@@ -197,12 +199,14 @@ impl RootStats {
         self.children.iter().zip(weights).map(|(c, w)| (c.0, w / total)).collect()
     }
 
-    /// The move to play: the most visited (ties to the higher prior), except that if it draws on
-    /// the spot, it gives way to the most visited move the search values above a draw. With few
-    /// playouts the visits mostly follow the priors, so without this a network whose policy
-    /// likes quiet moves repeats into a draw that its own search rates worse than playing on.
-    /// The converse (taking a draw over a most visited move valued below one) is left to the
-    /// visits: a draw ends the game for good, and a weak network's values would take it on noise.
+    /// The move to play: a move that wins on the spot if there is one; else the most visited
+    /// (ties to the higher prior), except that if it draws on the spot, it gives way to the most
+    /// visited move the search values above a draw. With few playouts the visits mostly follow
+    /// the priors, so without this a network whose policy likes quiet moves repeats into a draw
+    /// that its own search rates worse than playing on, or spreads its playouts over the root's
+    /// moves and plays another instead of the mate it found. The converse (taking a draw over a
+    /// most visited move valued below one) is left to the visits: a draw ends the game for good,
+    /// and a weak network's values would take it on noise.
     pub fn best_move(&self) -> Option<Move> {
         // Full ties go to the last move, as in [`Tree::lines`].
         let most_visited = |among: &dyn Fn(usize) -> bool| {
@@ -211,6 +215,9 @@ impl RootStats {
                 a.1.cmp(&b.1).then(a.2.total_cmp(&b.2))
             })
         };
+        if let Some(win) = most_visited(&|i| self.wins.get(i) == Some(&true)) {
+            return Some(self.children[win].0);
+        }
         let draws = |i: usize| self.draws.get(i) == Some(&true);
         let best = most_visited(&|_| true)?;
         let chosen = if draws(best) {
@@ -222,9 +229,9 @@ impl RootStats {
     }
 
     /// Picks a move with probability proportional to visits^(1/temperature); the best move when
-    /// the temperature is 0.
+    /// the temperature is 0 or a move wins on the spot.
     pub fn sample_move<R: Rng>(&self, temperature: f32, rng: &mut R) -> Option<Move> {
-        if temperature <= 0.0 || self.playouts() == 0 {
+        if temperature <= 0.0 || self.playouts() == 0 || self.wins.contains(&true) {
             return self.best_move();
         }
         let max = self.children.iter().map(|c| c.1).max()? as f64;
@@ -288,17 +295,19 @@ pub(crate) fn temper(priors: &mut [f32], temperature: f32) {
 /// Whether the side to move has a move that ends the game in its favour (mate, or stalemate,
 /// which also loses in xiangqi).
 fn has_winning_move(game: &Game) -> bool {
-    let pos = game.position();
-    game.legal_moves().iter().any(|&mv| {
-        let mut after = pos.clone();
-        after.play_unchecked(mv);
-        // The position says whether the opponent is left without a move; the game, with its
-        // other rules, has the last word, but is only consulted for those rare moves.
-        !after.has_legal_moves() && game.clone().push_unchecked(mv).winner() == Some(pos.turn())
-    })
+    game.legal_moves().iter().any(|&mv| wins_on_the_spot(game, mv))
 }
 
-/// The value of an outcome for the player who made the last move of `game`, and the draw share.
+/// Whether the legal move `mv` ends `game` in the favour of the side that plays it.
+fn wins_on_the_spot(game: &Game, mv: Move) -> bool {
+    let pos = game.position();
+    let mut after = pos.clone();
+    after.play_unchecked(mv);
+    // The position says whether the opponent is left without a move; the game, with its other
+    // rules, has the last word, but is only consulted for those rare moves.
+    !after.has_legal_moves() && game.clone().push_unchecked(mv).winner() == Some(pos.turn())
+}
+
 fn outcome_value(game: &Game, outcome: Outcome) -> (f32, f32) {
     let mover = game.position().turn().opponent();
     match outcome {
@@ -528,9 +537,24 @@ impl Tree {
         n.first_child = first;
         n.children = legal.len() as u16;
         n.state = State::Expanded;
+        if node == 0 {
+            self.mark_root_wins();
+        }
         let [win, draw, loss] = evaluation.wdl;
         // The evaluation is for the side to move at the leaf; the node keeps its mover's view.
         self.backup(&leaf.path, loss - win, draw, true);
+    }
+
+    /// Settles the root's unvisited moves that win on the spot as terminal before any playout
+    /// reaches them: with few playouts spread over many moves, a mate with a small prior would
+    /// otherwise go unseen (and [`RootStats::best_move`] plays one it knows).
+    fn mark_root_wins(&mut self) {
+        for i in self.children(0) {
+            let node = &self.nodes[i];
+            if node.state == State::Leaf && node.visits + node.in_flight == 0 && wins_on_the_spot(&self.game, node.mv) {
+                self.nodes[i].state = State::Terminal { value: 1.0, draw: 0.0 };
+            }
+        }
     }
 
     /// The root's statistics.
@@ -555,7 +579,11 @@ impl Tree {
                 matches!(self.nodes[i].state, State::Terminal { draw, .. } | State::Repeated { draw, .. } if draw >= 1.0)
             })
             .collect();
-        RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss], draws }
+        let wins = self
+            .children(0)
+            .map(|i| matches!(self.nodes[i].state, State::Terminal { value, .. } if value >= 1.0))
+            .collect();
+        RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss], draws, wins }
     }
 
     /// The root's moves, most visited first (ties to the higher prior, then to the later move),
@@ -636,6 +664,9 @@ impl Tree {
                 }
                 self.nodes = nodes;
             }
+            // A position whose side to move can win on the spot is never expanded (it is
+            // refuted at once), so a kept subtree has no root wins to mark; a fresh root gets
+            // them at its expansion.
             None => self.nodes = vec![Node::new(mv, 1.0)],
         }
         self.game = game;

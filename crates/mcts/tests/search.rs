@@ -36,6 +36,23 @@ fn finds_a_mate_in_one() {
 }
 
 #[test]
+fn a_mate_in_one_with_a_tiny_prior_is_played_with_playouts_too_few_to_visit_every_move() {
+    // Red has about 30 moves; a1d1 and a1a8 mate (checked with pyffish). The network puts 95%
+    // of its prior on a quiet king move.
+    let game = game("3k5/9/9/9/9/9/9/9/R8/4K4 w", "");
+    let mates = [mv("a1d1"), mv("a1a8")];
+    for playouts in [1, 4, 16] {
+        let tree = search_fixated(&game, mv("e0f0"), playouts, &SearchConfig::default());
+        let root = tree.root();
+        let wins: Vec<Move> = root.children.iter().zip(&root.wins).filter(|c| *c.1).map(|c| c.0.0).collect();
+        assert_eq!(wins.len(), 2, "{playouts} playouts");
+        assert!(wins.iter().all(|m| mates.contains(m)), "{playouts} playouts: {wins:?}");
+        assert!(mates.contains(&root.best_move().unwrap()), "{playouts} playouts");
+        assert!(mates.contains(&root.sample_move(1.0, &mut rand::rng()).unwrap()), "{playouts} playouts");
+    }
+}
+
+#[test]
 fn finds_a_mate_in_two() {
     // Only R a5-d5 (a check on the d-file) mates next move whatever Black does; checked
     // exhaustively with pyffish when the case was written.
@@ -149,6 +166,7 @@ fn a_draw_on_the_spot_is_weighed_by_its_exact_value_not_its_visits() {
         values: values.to_vec(),
         wdl: [0.3, 0.4, 0.3],
         draws: vec![true, false, false],
+        wins: vec![false; 3],
     };
     // The most visited move draws; the most visited move valued above a draw is played.
     assert_eq!(root([Some(0.0), Some(0.1), Some(0.3)], [10, 5, 1]).best_move(), Some(a));
@@ -455,6 +473,7 @@ fn the_completed_q_policy_moves_prior_mass_by_the_searched_values_only() {
         values: vec![Some(0.5), Some(-0.5), None],
         wdl: [0.4, 0.3, 0.3],
         draws: vec![false; 3],
+        wins: vec![false; 3],
     };
     let policy: Vec<f32> = root.completed_q_policy(&[0.5, 0.25, 0.25]).iter().map(|e| e.1).collect();
     assert!((policy.iter().sum::<f32>() - 1.0).abs() < 1e-6);
