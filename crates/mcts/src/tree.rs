@@ -308,6 +308,7 @@ fn wins_on_the_spot(game: &Game, mv: Move) -> bool {
     !after.has_legal_moves() && game.clone().push_unchecked(mv).winner() == Some(pos.turn())
 }
 
+/// The value of an outcome for the player who made the last move of `game`, and the draw share.
 fn outcome_value(game: &Game, outcome: Outcome) -> (f32, f32) {
     let mover = game.position().turn().opponent();
     match outcome {
