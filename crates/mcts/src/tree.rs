@@ -546,13 +546,12 @@ impl Tree {
         self.backup(&leaf.path, loss - win, draw, true);
     }
 
-    /// Settles the root's unvisited moves that win on the spot as terminal before any playout
-    /// reaches them: with few playouts spread over many moves, a mate with a small prior would
-    /// otherwise go unseen (and [`RootStats::best_move`] plays one it knows).
+    /// Settles the root's moves that win on the spot as terminal; called as the root is expanded,
+    /// so before any playout reaches them: with few playouts spread over many moves, a mate with
+    /// a small prior would otherwise go unseen (and [`RootStats::best_move`] plays one it knows).
     fn mark_root_wins(&mut self) {
         for i in self.children(0) {
-            let node = &self.nodes[i];
-            if node.state == State::Leaf && node.visits + node.in_flight == 0 && wins_on_the_spot(&self.game, node.mv) {
+            if wins_on_the_spot(&self.game, self.nodes[i].mv) {
                 self.nodes[i].state = State::Terminal { value: 1.0, draw: 0.0 };
             }
         }
