@@ -1,6 +1,7 @@
 //! The search tree: PUCT selection with first-play urgency and virtual loss, expansion from an
 //! evaluator's answer, backup, terminal nodes judged by [`Game`], nodes whose side to move mates
-//! at once settled as losses without an evaluation, and reuse of a subtree after a move.
+//! at once or by a few checks settled as losses without an evaluation, and reuse of a subtree
+//! after a move.
 //!
 //! Values are stored from the point of view of the player who made the move into a node, so a
 //! parent picks the child with the best value for itself. Nodes are never shared between paths
@@ -13,6 +14,7 @@ use xiangqi::Move;
 use xiangqi::game::{Game, Outcome};
 
 use crate::evaluator::Evaluation;
+use crate::mate;
 
 /// How the search weighs moves.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -39,6 +41,11 @@ pub struct SearchConfig {
     pub rule_first_repetition: bool,
     /// Leaves one search collects per evaluator call, kept apart by virtual loss.
     pub leaves_per_batch: usize,
+    /// The longest forced mate by checks (in moves of the side that mates, see the `mate`
+    /// module) looked for at each new leaf, which is then a proven loss for the side that moved
+    /// into it; the root looks one move further for its own mates, which are then played.
+    /// 1 looks for mates in one only; 0 is taken as 1.
+    pub mate_moves: u32,
 }
 
 impl Default for SearchConfig {
@@ -51,6 +58,7 @@ impl Default for SearchConfig {
             policy_temperature: 1.0,
             rule_first_repetition: false,
             leaves_per_batch: 4,
+            mate_moves: 2,
         }
     }
 }
@@ -69,9 +77,13 @@ enum State {
     /// [`SearchConfig::rule_first_repetition`]); the game itself goes on. Values as for
     /// `Terminal`.
     Repeated { value: f32, draw: f32 },
-    /// The side to move here has a move that wins on the spot: a proven loss for the player who
-    /// moved into it, known without evaluating it.
+    /// The side to move here has a move that wins on the spot, or a forced mate by checks (see
+    /// [`SearchConfig::mate_moves`]): a proven loss for the player who moved into it, known
+    /// without evaluating it.
     Refuted,
+    /// A root move that starts a forced mate by checks of this many moves of the side to move at
+    /// the root (two or more; one is a `Terminal` win): a proven win.
+    Mates { moves: u32 },
 }
 
 impl State {
@@ -80,6 +92,7 @@ impl State {
         match self {
             State::Terminal { value, draw } | State::Repeated { value, draw } => Some((value, draw)),
             State::Refuted => Some((-1.0, 0.0)),
+            State::Mates { .. } => Some((1.0, 0.0)),
             State::Leaf | State::Pending | State::Expanded => None,
         }
     }
@@ -149,8 +162,12 @@ pub struct RootStats {
     /// Whether each root move (in the order of `children`) ends the game in a draw on the spot,
     /// or repeats a position that the search rules a draw.
     pub draws: Vec<bool>,
-    /// Whether each root move (in the order of `children`) wins the game on the spot.
-    pub wins: Vec<bool>,
+    /// For each root move (in the order of `children`), the length of the win it forces, in
+    /// moves of the side to move (1: it wins on the spot), if the search found one.
+    pub mates: Vec<Option<u32>>,
+    /// Whether each root move (in the order of `children`) is a proven loss: the opponent then
+    /// wins on the spot or mates by force.
+    pub refuted: Vec<bool>,
 }
 
 impl RootStats {
@@ -199,14 +216,15 @@ impl RootStats {
         self.children.iter().zip(weights).map(|(c, w)| (c.0, w / total)).collect()
     }
 
-    /// The move to play: a move that wins on the spot if there is one; else the most visited
-    /// (ties to the higher prior), except that if it draws on the spot, it gives way to the most
-    /// visited move the search values above a draw. With few playouts the visits mostly follow
-    /// the priors, so without this a network whose policy likes quiet moves repeats into a draw
-    /// that its own search rates worse than playing on, or spreads its playouts over the root's
-    /// moves and plays another instead of the mate it found. The converse (taking a draw over a
-    /// most visited move valued below one) is left to the visits: a draw ends the game for good,
-    /// and a weak network's values would take it on noise.
+    /// The move to play: the quickest forced win if the search found one; else the most visited
+    /// move that is not a proven loss (ties to the higher prior), except that if it draws on the
+    /// spot, it gives way to the most visited such move the search values above a draw. With few
+    /// playouts the visits mostly follow the priors, so without this a network whose policy
+    /// likes quiet moves repeats into a draw that its own search rates worse than playing on,
+    /// plays a move its search has just refuted with one visit, or spreads its playouts over the
+    /// root's moves and plays another instead of the mate it found. The converse (taking a draw
+    /// over a most visited move valued below one) is left to the visits: a draw ends the game for
+    /// good, and a weak network's values would take it on noise.
     pub fn best_move(&self) -> Option<Move> {
         // Full ties go to the last move, as in [`Tree::lines`].
         let most_visited = |among: &dyn Fn(usize) -> bool| {
@@ -215,28 +233,44 @@ impl RootStats {
                 a.1.cmp(&b.1).then(a.2.total_cmp(&b.2))
             })
         };
-        if let Some(win) = most_visited(&|i| self.wins.get(i) == Some(&true)) {
+        if let Some(quickest) = self.mates.iter().flatten().min()
+            && let Some(win) = most_visited(&|i| self.mates.get(i) == Some(&Some(*quickest)))
+        {
             return Some(self.children[win].0);
         }
+        let open = |i: usize| !self.is_refuted(i);
         let draws = |i: usize| self.draws.get(i) == Some(&true);
-        let best = most_visited(&|_| true)?;
+        let best = most_visited(&open).or_else(|| most_visited(&|_| true))?;
         let chosen = if draws(best) {
-            most_visited(&|i| !draws(i) && self.values[i].is_some_and(|v| v > 0.0)).unwrap_or(best)
+            most_visited(&|i| open(i) && !draws(i) && self.values[i].is_some_and(|v| v > 0.0)).unwrap_or(best)
         } else {
             best
         };
         Some(self.children[chosen].0)
     }
 
-    /// Picks a move with probability proportional to visits^(1/temperature); the best move when
-    /// the temperature is 0 or a move wins on the spot.
+    /// Whether the root move at index `i` is a proven loss while another is not.
+    fn is_refuted(&self, i: usize) -> bool {
+        self.refuted.get(i) == Some(&true) && self.refuted.contains(&false)
+    }
+
+    /// Picks a move with probability proportional to visits^(1/temperature), leaving out proven
+    /// losses while another move is not one; the best move when the temperature is 0 or a move
+    /// forces a win.
     pub fn sample_move<R: Rng>(&self, temperature: f32, rng: &mut R) -> Option<Move> {
-        if temperature <= 0.0 || self.playouts() == 0 || self.wins.contains(&true) {
+        if temperature <= 0.0 || self.playouts() == 0 || self.mates.iter().any(Option::is_some) {
             return self.best_move();
         }
         let max = self.children.iter().map(|c| c.1).max()? as f64;
-        let weights: Vec<f64> =
-            self.children.iter().map(|c| (c.1 as f64 / max).powf(1.0 / f64::from(temperature))).collect();
+        let weights: Vec<f64> = (0..self.children.len())
+            .map(|i| {
+                if self.is_refuted(i) {
+                    0.0
+                } else {
+                    (self.children[i].1 as f64 / max).powf(1.0 / f64::from(temperature))
+                }
+            })
+            .collect();
         let total: f64 = weights.iter().sum();
         let mut x = rng.random::<f64>() * total;
         for (child, w) in self.children.iter().zip(&weights) {
@@ -274,6 +308,9 @@ pub struct Line {
 pub struct Tree {
     nodes: Vec<Node>,
     game: Game,
+    /// [`SearchConfig::mate_moves`] of the last selection, for the root's own mates when the
+    /// root is expanded or replaced by [`Tree::advance`] (which get no config).
+    mate_moves: u32,
 }
 
 /// Raises `priors` to the power `1 / temperature` and normalises them again (left as they are if
@@ -292,10 +329,25 @@ pub(crate) fn temper(priors: &mut [f32], temperature: f32) {
     }
 }
 
-/// Whether the side to move has a move that ends the game in its favour (mate, or stalemate,
-/// which also loses in xiangqi).
-fn has_winning_move(game: &Game) -> bool {
-    game.legal_moves().iter().any(|&mv| wins_on_the_spot(game, mv))
+/// Whether the side to move has a move that forces a win within `moves` of its moves (see
+/// [`forced_win`]).
+fn wins_by_force(game: &Game, moves: u32) -> bool {
+    let mut seen = game.hashes_since_capture().collect();
+    game.legal_moves().iter().any(|&mv| forced_win(game, mv, moves, &mut seen).is_some())
+}
+
+/// The length of the quickest win that the legal move `mv` forces in `game`, in moves of its
+/// side (1: on the spot, by the game's rules), looking for mates by checks of up to `moves`
+/// moves that end within the game's length cap and repeat no position; `seen` holds
+/// [`Game::hashes_since_capture`].
+fn forced_win(game: &Game, mv: Move, moves: u32, seen: &mut Vec<u64>) -> Option<u32> {
+    if wins_on_the_spot(game, mv) {
+        return Some(1);
+    }
+    let plies_left = game.config().max_plies.map_or(u32::MAX, |cap| cap.saturating_sub(game.len() as u32));
+    // A mate in n moves takes 2n - 1 plies.
+    let moves = moves.min(plies_left.saturating_add(1) / 2);
+    (2..=moves).find(|&n| mate::mates_with(game.position(), mv, n, seen))
 }
 
 /// Whether the legal move `mv` ends `game` in the favour of the side that plays it.
@@ -325,7 +377,11 @@ impl Tree {
     /// If the game is over.
     pub fn new(game: Game) -> Tree {
         assert!(!game.outcome().is_over(), "no search in a finished game");
-        Tree { nodes: vec![Node::new(Move::from_u16(0).expect("move code 0"), 1.0)], game }
+        Tree {
+            nodes: vec![Node::new(Move::from_u16(0).expect("move code 0"), 1.0)],
+            game,
+            mate_moves: SearchConfig::default().mate_moves,
+        }
     }
 
     /// The game at the root.
@@ -404,6 +460,7 @@ impl Tree {
 
     /// Walks from the root to a leaf by PUCT, adding virtual loss on the way.
     pub fn select(&mut self, config: &SearchConfig) -> Selection {
+        self.mate_moves = config.mate_moves.max(1);
         let mut path = vec![0u32];
         let mut node = 0usize;
         let mut moves = Vec::new();
@@ -414,7 +471,7 @@ impl Tree {
                     self.revert(&path);
                     return Selection::Collision;
                 }
-                state @ (State::Terminal { .. } | State::Repeated { .. } | State::Refuted) => {
+                state @ (State::Terminal { .. } | State::Repeated { .. } | State::Refuted | State::Mates { .. }) => {
                     return self.settle(&path, state);
                 }
                 State::Expanded => {
@@ -442,10 +499,11 @@ impl Tree {
             let (value, draw) = outcome_value(&game, ruling);
             return self.settle(&path, State::Repeated { value, draw });
         }
-        // A reply that mates is found here rather than left to the search below, where a network
-        // that gives it a tiny prior would not visit it: without this, a move that allows mate in
-        // one looks as good as the network's value of the position after it.
-        if node != 0 && has_winning_move(&game) {
+        // A mating reply is found here rather than left to the search below, where a network that
+        // gives it a tiny prior would not visit it, and that values material, not a king's
+        // safety: without this, a move that allows mate looks as good as the network's value of
+        // the position after it.
+        if node != 0 && wins_by_force(&game, self.mate_moves) {
             return self.settle(&path, State::Refuted);
         }
         self.nodes[node].state = State::Pending;
@@ -539,21 +597,28 @@ impl Tree {
         n.children = legal.len() as u16;
         n.state = State::Expanded;
         if node == 0 {
-            self.mark_root_wins();
+            self.mark_root_mates();
         }
         let [win, draw, loss] = evaluation.wdl;
         // The evaluation is for the side to move at the leaf; the node keeps its mover's view.
         self.backup(&leaf.path, loss - win, draw, true);
     }
 
-    /// Settles the root's moves that win on the spot as terminal; called as the root is expanded,
-    /// so before any playout reaches them: with few playouts spread over many moves, a mate with
-    /// a small prior would otherwise go unseen (and [`RootStats::best_move`] plays one it knows).
-    fn mark_root_wins(&mut self) {
+    /// Settles the root's moves that force a win (see [`SearchConfig::mate_moves`]; the root
+    /// looks one move further than the leaves) as won, when a root is expanded or kept by
+    /// [`Tree::advance`]: with few playouts spread over many moves, a mate with a small prior
+    /// would otherwise go unseen (and [`RootStats::best_move`] plays the quickest one it knows).
+    fn mark_root_mates(&mut self) {
+        let mut seen = self.game.hashes_since_capture().collect();
         for i in self.children(0) {
-            if wins_on_the_spot(&self.game, self.nodes[i].mv) {
-                self.nodes[i].state = State::Terminal { value: 1.0, draw: 0.0 };
+            if self.nodes[i].state.exact().is_some() {
+                continue;
             }
+            self.nodes[i].state = match forced_win(&self.game, self.nodes[i].mv, self.mate_moves + 1, &mut seen) {
+                Some(1) => State::Terminal { value: 1.0, draw: 0.0 },
+                Some(moves) => State::Mates { moves },
+                None => continue,
+            };
         }
     }
 
@@ -579,11 +644,17 @@ impl Tree {
                 matches!(self.nodes[i].state, State::Terminal { draw, .. } | State::Repeated { draw, .. } if draw >= 1.0)
             })
             .collect();
-        let wins = self
+        let mates = self
             .children(0)
-            .map(|i| matches!(self.nodes[i].state, State::Terminal { value, .. } if value >= 1.0))
+            .map(|i| match self.nodes[i].state {
+                State::Terminal { value, .. } if value >= 1.0 => Some(1),
+                State::Mates { moves } => Some(moves),
+                _ => None,
+            })
             .collect();
-        RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss], draws, wins }
+        let refuted =
+            self.children(0).map(|i| self.nodes[i].state.exact().is_some_and(|(value, _)| value <= -1.0)).collect();
+        RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss], draws, mates, refuted }
     }
 
     /// The root's moves, most visited first (ties to the higher prior, then to the later move),
@@ -663,12 +734,14 @@ impl Tree {
                     nodes[new].first_child = first as u32;
                 }
                 self.nodes = nodes;
+                self.game = game;
+                self.mark_root_mates();
             }
-            // A position whose side to move can win on the spot is never expanded (it is
-            // refuted at once), so a kept subtree has no root wins to mark; a fresh root gets
-            // them at its expansion.
-            None => self.nodes = vec![Node::new(mv, 1.0)],
+            // A fresh root gets its mates at its expansion.
+            None => {
+                self.nodes = vec![Node::new(mv, 1.0)];
+                self.game = game;
+            }
         }
-        self.game = game;
     }
 }

@@ -31,8 +31,9 @@ fn mv(text: &str) -> Move {
 
 #[test]
 fn finds_a_mate_in_one() {
-    // The rook takes the open d-file; the kings face on the e-file, so the black king is trapped.
-    assert_eq!(best(game("3k5/9/9/9/9/9/9/9/R8/4K4 w", ""), 300), mv("a1d1"));
+    // The rook takes the open d-file (mate) or rank 8 (stalemate, which also loses); the kings
+    // face on the e-file, so the black king is trapped.
+    assert!([mv("a1d1"), mv("a1a8")].contains(&best(game("3k5/9/9/9/9/9/9/9/R8/4K4 w", ""), 300)));
 }
 
 #[test]
@@ -44,7 +45,8 @@ fn a_mate_in_one_with_a_tiny_prior_is_played_with_playouts_too_few_to_visit_ever
     for playouts in [1, 4, 16] {
         let tree = search_fixated(&game, mv("e0f0"), playouts, &SearchConfig::default());
         let root = tree.root();
-        let wins: Vec<Move> = root.children.iter().zip(&root.wins).filter(|c| *c.1).map(|c| c.0.0).collect();
+        let wins: Vec<Move> =
+            root.children.iter().zip(&root.mates).filter(|c| *c.1 == Some(1)).map(|c| c.0.0).collect();
         assert_eq!(wins.len(), 2, "{playouts} playouts");
         assert!(wins.iter().all(|m| mates.contains(m)), "{playouts} playouts: {wins:?}");
         assert!(mates.contains(&root.best_move().unwrap()), "{playouts} playouts");
@@ -166,7 +168,8 @@ fn a_draw_on_the_spot_is_weighed_by_its_exact_value_not_its_visits() {
         values: values.to_vec(),
         wdl: [0.3, 0.4, 0.3],
         draws: vec![true, false, false],
-        wins: vec![false; 3],
+        mates: vec![None; 3],
+        refuted: vec![false; 3],
     };
     // The most visited move draws; the most visited move valued above a draw is played.
     assert_eq!(root([Some(0.0), Some(0.1), Some(0.3)], [10, 5, 1]).best_move(), Some(a));
@@ -259,12 +262,52 @@ fn a_move_that_allows_mate_in_one_is_refuted_at_its_first_visit() {
 }
 
 #[test]
+fn a_move_that_allows_a_mate_by_checks_is_refuted_at_its_first_visit() {
+    // After i4a4, a8d8+ forces mate: the rook can only block on d4, where it is taken with mate
+    // (and the king cannot step to e0, which faces the black king); checked with pyffish. Only
+    // a search for mates of two moves at the leaves sees it without expanding the reply.
+    let game = game("4k4/r8/9/9/9/8R/9/9/9/3K5 w", "");
+    let blunder = mv("i4a4");
+    for playouts in [8, 32] {
+        let tree = assert_overruled_at_once(&game, blunder, playouts);
+        let root = tree.root();
+        let at = root.children.iter().position(|c| c.0 == blunder).unwrap();
+        assert!(root.refuted[at], "{playouts} playouts: the blunder is a proven loss");
+    }
+    let mates_in_one_only = SearchConfig { mate_moves: 1, ..SearchConfig::default() };
+    assert_eq!(search_fixated(&game, blunder, 8, &mates_in_one_only).root().best_move(), Some(blunder));
+}
+
+#[test]
+fn the_root_plays_a_forced_mate_by_checks_before_any_playout_reaches_it() {
+    // a5d5+ mates next move whatever Black does (the mate in two above); the network puts 95% of
+    // its prior on a quiet king move and one playout cannot look past it.
+    let game = game("3a5/3k5/9/p8/R4R3/9/9/9/9/5K3 w", "");
+    let mate = mv("a5d5");
+    let tree = search_fixated(&game, mv("f0e0"), 1, &SearchConfig::default());
+    let root = tree.root();
+    let found: Vec<(Move, u32)> =
+        root.children.iter().zip(&root.mates).filter_map(|(c, m)| m.map(|m| (c.0, m))).collect();
+    // Another check forces mate in three; the quickest mate is played.
+    assert!(found.contains(&(mate, 2)) && found.iter().all(|&(m, n)| m == mate || n > 2), "{found:?}");
+    assert_eq!(root.best_move(), Some(mate));
+    assert_eq!(root.sample_move(1.0, &mut rand::rng()), Some(mate));
+    // A mate that would end after the game's length cap is no win.
+    let mut capped =
+        Game::from_position(game.position().clone(), GameConfig { max_plies: Some(4), ..GameConfig::default() });
+    capped.push(mv("f0f1")).unwrap();
+    capped.push(mv("d8e8")).unwrap();
+    let tree = search_fixated(&capped, mv("f1f0"), 1, &SearchConfig::default());
+    assert!(tree.root().mates.iter().all(Option::is_none), "{:?}", tree.root().mates);
+}
+
+#[test]
 fn lines_lead_with_the_best_move_and_follow_the_most_visited_replies() {
     let mut tree = Tree::new(game("3k5/9/9/9/9/9/9/9/R8/4K4 w", ""));
     search(&mut tree, &mut UniformEvaluator, 300, &SearchConfig::default()).unwrap();
     let lines = tree.lines();
     assert_eq!(lines.len(), tree.game().legal_moves().len());
-    assert_eq!(lines[0].moves[0], mv("a1d1"));
+    assert!([mv("a1d1"), mv("a1a8")].contains(&lines[0].moves[0]));
     assert!(lines[0].ends_game, "the mate ends the game at once");
     assert_eq!(lines[0].wdl, [1.0, 0.0, 0.0]);
     assert!(lines.windows(2).all(|w| w[0].visits >= w[1].visits));
@@ -473,7 +516,8 @@ fn the_completed_q_policy_moves_prior_mass_by_the_searched_values_only() {
         values: vec![Some(0.5), Some(-0.5), None],
         wdl: [0.4, 0.3, 0.3],
         draws: vec![false; 3],
-        wins: vec![false; 3],
+        mates: vec![None; 3],
+        refuted: vec![false; 3],
     };
     let policy: Vec<f32> = root.completed_q_policy(&[0.5, 0.25, 0.25]).iter().map(|e| e.1).collect();
     assert!((policy.iter().sum::<f32>() - 1.0).abs() < 1e-6);

@@ -409,6 +409,21 @@ impl Game {
             as u32
     }
 
+    /// The hashes of the positions since the last capture, oldest first and the current one
+    /// last: the positions that a repetition can return to.
+    ///
+    /// ```
+    /// use xiangqi::game::Game;
+    /// let mut game = Game::new(Default::default());
+    /// game.push_str("h2e2")?;
+    /// let hashes: Vec<u64> = game.hashes_since_capture().collect();
+    /// assert_eq!(hashes, [game.start().hash(), game.position().hash()]);
+    /// # Ok::<(), xiangqi::game::GameError>(())
+    /// ```
+    pub fn hashes_since_capture(&self) -> impl Iterator<Item = u64> + '_ {
+        (self.anchor_ply..=self.plies.len()).map(|i| self.hash_at(i))
+    }
+
     /// The current state: ongoing, or how the game ended.
     pub fn outcome(&self) -> Outcome {
         self.outcome
