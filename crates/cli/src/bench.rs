@@ -42,6 +42,10 @@ pub struct SelfPlayBenchArgs {
     /// Length cap in plies.
     #[arg(long, default_value_t = 300)]
     max_plies: u32,
+    /// Longest forced mate by checks the search looks for at each leaf (one more at the root),
+    /// to weigh its cost: 1 looks for mates in one only.
+    #[arg(long, default_value_t = xqz_mcts::SearchConfig::default().mate_moves, value_parser = clap::value_parser!(u32).range(1..=4))]
+    mate_moves: u32,
 }
 
 /// Options of `xqz bench net`.
@@ -153,11 +157,12 @@ fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
         threads: args.threads,
         games_per_thread: args.games_per_thread,
         game: xiangqi::game::GameConfig { max_plies: Some(args.max_plies), ..Default::default() },
+        search: xqz_mcts::SearchConfig { mate_moves: args.mate_moves, ..Default::default() },
         ..SelfPlayConfig::default()
     };
     println!(
         "model {} on {device:?}; {} games, {} threads x {} games, playouts {} full / {} cheap ({:.0}% full), \
-         {} leaves per game per batch",
+         {} leaves per game per batch, mates by checks of up to {} moves at the leaves",
         config.name,
         args.games,
         play.threads,
@@ -165,7 +170,8 @@ fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
         play.playouts,
         play.cheap_playouts,
         100.0 * play.full_search_probability,
-        play.search.leaves_per_batch
+        play.search.leaves_per_batch,
+        play.search.mate_moves
     );
     let service = InferenceService::spawn(Network::new(&config, device), ServiceConfig::default());
     let dir = tempfile::tempdir()?;
