@@ -23,9 +23,12 @@ pub(crate) fn mates_within(pos: &Position, moves: u32, seen: &mut Vec<u64>) -> b
 pub(crate) fn mates_with(pos: &Position, mv: Move, moves: u32, seen: &mut Vec<u64>) -> bool {
     let mut after = pos.clone();
     after.play_unchecked(mv);
-    if !after.has_legal_moves() {
-        return true;
-    }
+    !after.has_legal_moves() || mates_after_check(&after, moves, seen)
+}
+
+/// Whether the move into `after`, where the side to move still has a legal move, is a check
+/// that leaves the mover a mate within `moves - 1` more moves against every reply.
+pub(crate) fn mates_after_check(after: &Position, moves: u32, seen: &mut Vec<u64>) -> bool {
     if moves < 2 || !after.is_check() || seen.contains(&after.hash()) {
         return false;
     }

@@ -341,23 +341,18 @@ fn wins_by_force(game: &Game, moves: u32) -> bool {
 /// moves that end within the game's length cap and repeat no position; `seen` holds
 /// [`Game::hashes_since_capture`].
 fn forced_win(game: &Game, mv: Move, moves: u32, seen: &mut Vec<u64>) -> Option<u32> {
-    if wins_on_the_spot(game, mv) {
-        return Some(1);
+    let pos = game.position();
+    let mut after = pos.clone();
+    after.play_unchecked(mv);
+    if !after.has_legal_moves() {
+        // The position says the opponent is left without a move; the game, with its other
+        // rules, has the last word, but is only consulted for those rare moves.
+        return (game.clone().push_unchecked(mv).winner() == Some(pos.turn())).then_some(1);
     }
     let plies_left = game.config().max_plies.map_or(u32::MAX, |cap| cap.saturating_sub(game.len() as u32));
     // A mate in n moves takes 2n - 1 plies.
     let moves = moves.min(plies_left.saturating_add(1) / 2);
-    (2..=moves).find(|&n| mate::mates_with(game.position(), mv, n, seen))
-}
-
-/// Whether the legal move `mv` ends `game` in the favour of the side that plays it.
-fn wins_on_the_spot(game: &Game, mv: Move) -> bool {
-    let pos = game.position();
-    let mut after = pos.clone();
-    after.play_unchecked(mv);
-    // The position says whether the opponent is left without a move; the game, with its other
-    // rules, has the last word, but is only consulted for those rare moves.
-    !after.has_legal_moves() && game.clone().push_unchecked(mv).winner() == Some(pos.turn())
+    (2..=moves).find(|&n| mate::mates_after_check(&after, n, seen))
 }
 
 /// The value of an outcome for the player who made the last move of `game`, and the draw share.
