@@ -1,7 +1,7 @@
 //! The search tree: PUCT selection with first-play urgency and virtual loss, expansion from an
 //! evaluator's answer, backup, terminal nodes judged by [`Game`], nodes whose side to move mates
-//! at once or by a few checks settled as losses without an evaluation, and reuse of a subtree
-//! after a move.
+//! at once or by a few checks settled as losses without an evaluation, proven wins and losses
+//! carried up the tree (an MCTS solver), and reuse of a subtree after a move.
 //!
 //! Values are stored from the point of view of the player who made the move into a node, so a
 //! parent picks the child with the best value for itself. Nodes are never shared between paths
@@ -58,7 +58,7 @@ impl Default for SearchConfig {
             policy_temperature: 1.0,
             rule_first_repetition: false,
             leaves_per_batch: 4,
-            mate_moves: 2,
+            mate_moves: 3,
         }
     }
 }
@@ -77,13 +77,15 @@ enum State {
     /// [`SearchConfig::rule_first_repetition`]); the game itself goes on. Values as for
     /// `Terminal`.
     Repeated { value: f32, draw: f32 },
-    /// The side to move here has a move that wins on the spot, or a forced mate by checks (see
-    /// [`SearchConfig::mate_moves`]): a proven loss for the player who moved into it, known
-    /// without evaluating it.
-    Refuted,
-    /// A root move that starts a forced mate by checks of this many moves of the side to move at
-    /// the root (two or more; one is a `Terminal` win): a proven win.
-    Mates { moves: u32 },
+    /// A proven loss for the player who moved into it: the side to move here wins by force in
+    /// at most `moves` of its moves (1: on the spot). Found at a leaf by the mate search (see
+    /// [`SearchConfig::mate_moves`]), without an evaluation, or above one of its children that
+    /// is a proven win for the side to move here.
+    Refuted { moves: u32 },
+    /// A proven win for the player who moved into it, in at most `moves` of that player's moves
+    /// counting the move into it: every reply is a proven loss, or, at the root, the move starts
+    /// a forced mate by checks.
+    Won { moves: u32 },
 }
 
 impl State {
@@ -91,9 +93,29 @@ impl State {
     fn exact(self) -> Option<(f32, f32)> {
         match self {
             State::Terminal { value, draw } | State::Repeated { value, draw } => Some((value, draw)),
-            State::Refuted => Some((-1.0, 0.0)),
-            State::Mates { .. } => Some((1.0, 0.0)),
+            State::Refuted { .. } => Some((-1.0, 0.0)),
+            State::Won { .. } => Some((1.0, 0.0)),
             State::Leaf | State::Pending | State::Expanded => None,
+        }
+    }
+
+    /// The length of a proven win for the player who moved into the node, in that player's moves
+    /// counting the move into it.
+    fn win_in(self) -> Option<u32> {
+        match self {
+            State::Won { moves } => Some(moves),
+            State::Terminal { value, .. } | State::Repeated { value, .. } if value >= 1.0 => Some(1),
+            _ => None,
+        }
+    }
+
+    /// The length of a proven loss for the player who moved into the node, in moves of the
+    /// winner from here (0: the game is already lost).
+    fn loss_in(self) -> Option<u32> {
+        match self {
+            State::Refuted { moves } => Some(moves),
+            State::Terminal { value, .. } | State::Repeated { value, .. } if value <= -1.0 => Some(0),
+            _ => None,
         }
     }
 }
@@ -163,7 +185,8 @@ pub struct RootStats {
     /// or repeats a position that the search rules a draw.
     pub draws: Vec<bool>,
     /// For each root move (in the order of `children`), the length of the win it forces, in
-    /// moves of the side to move (1: it wins on the spot), if the search found one.
+    /// moves of the side to move (1: it wins on the spot; at most this many where the proof was
+    /// carried up the tree), if the search proved one.
     pub mates: Vec<Option<u32>>,
     /// Whether each root move (in the order of `children`) is a proven loss: the opponent then
     /// wins on the spot or mates by force.
@@ -329,11 +352,11 @@ pub(crate) fn temper(priors: &mut [f32], temperature: f32) {
     }
 }
 
-/// Whether the side to move has a move that forces a win within `moves` of its moves (see
-/// [`forced_win`]).
-fn wins_by_force(game: &Game, moves: u32) -> bool {
+/// The length of a win that the side to move forces within `moves` of its moves (see
+/// [`forced_win`]), for the first move found that forces one.
+fn wins_by_force(game: &Game, moves: u32) -> Option<u32> {
     let mut seen = game.hashes_since_capture().collect();
-    game.legal_moves().iter().any(|&mv| forced_win(game, mv, moves, &mut seen).is_some())
+    game.legal_moves().iter().find_map(|&mv| forced_win(game, mv, moves, &mut seen))
 }
 
 /// The length of the quickest win that the legal move `mv` forces in `game`, in moves of its
@@ -410,13 +433,10 @@ impl Tree {
         self.nodes[0].state == State::Expanded
     }
 
+    /// The children of an expanded node, whether or not it was proven since (empty for others).
     fn children(&self, node: usize) -> std::ops::Range<usize> {
         let n = &self.nodes[node];
-        if n.state == State::Expanded {
-            n.first_child as usize..n.first_child as usize + n.children as usize
-        } else {
-            0..0
-        }
+        n.first_child as usize..n.first_child as usize + n.children as usize
     }
 
     /// Raises the root's priors to the power `1 / temperature` and normalises them again.
@@ -466,7 +486,10 @@ impl Tree {
                     self.revert(&path);
                     return Selection::Collision;
                 }
-                state @ (State::Terminal { .. } | State::Repeated { .. } | State::Refuted | State::Mates { .. }) => {
+                state @ (State::Terminal { .. }
+                | State::Repeated { .. }
+                | State::Refuted { .. }
+                | State::Won { .. }) => {
                     return self.settle(&path, state);
                 }
                 State::Expanded => {
@@ -498,19 +521,48 @@ impl Tree {
         // gives it a tiny prior would not visit it, and that values material, not a king's
         // safety: without this, a move that allows mate looks as good as the network's value of
         // the position after it.
-        if node != 0 && wins_by_force(&game, self.mate_moves) {
-            return self.settle(&path, State::Refuted);
+        if node != 0
+            && let Some(moves) = wins_by_force(&game, self.mate_moves)
+        {
+            return self.settle(&path, State::Refuted { moves });
         }
         self.nodes[node].state = State::Pending;
         Selection::Evaluate(Box::new(PendingLeaf { path, game }))
     }
 
-    /// Gives the node at the end of `path` a state whose value is known and backs that value up.
+    /// Gives the node at the end of `path` a state whose value is known, backs that value up and
+    /// proves what it decides above it.
     fn settle(&mut self, path: &[u32], state: State) -> Selection {
         let (value, draw) = state.exact().expect("a settled state");
         self.nodes[*path.last().expect("a path has its root") as usize].state = state;
         self.backup(path, value, draw, true);
+        self.prove(path);
         Selection::Terminal
+    }
+
+    /// Carries a proof at the end of `path` up the path (the MCTS-solver rule of Winands et al.
+    /// 2008): a node with a child that wins for the side to move there is lost for the player who
+    /// moved into it, and one whose children all lose is won. The root's own moves are proven
+    /// this way but never the root, which is searched whatever is known about it. Without this,
+    /// few playouts see a win only where a leaf meets one, and a quiet move that leaves every
+    /// reply mated by checks looks no better than the network's value of it.
+    fn prove(&mut self, path: &[u32]) {
+        for pair in path.windows(2).rev() {
+            let (parent, child) = (pair[0] as usize, pair[1] as usize);
+            if parent == 0 || self.nodes[parent].state != State::Expanded {
+                return;
+            }
+            let proven = if let Some(moves) = self.nodes[child].state.win_in() {
+                State::Refuted { moves }
+            } else {
+                let losses: Option<Vec<u32>> = self.children(parent).map(|c| self.nodes[c].state.loss_in()).collect();
+                match losses.and_then(|l| l.into_iter().max()) {
+                    Some(longest) => State::Won { moves: longest + 1 },
+                    None => return,
+                }
+            };
+            self.nodes[parent].state = proven;
+        }
     }
 
     fn best_child(&self, node: usize, config: &SearchConfig) -> usize {
@@ -611,7 +663,7 @@ impl Tree {
             }
             self.nodes[i].state = match forced_win(&self.game, self.nodes[i].mv, self.mate_moves + 1, &mut seen) {
                 Some(1) => State::Terminal { value: 1.0, draw: 0.0 },
-                Some(moves) => State::Mates { moves },
+                Some(moves) => State::Won { moves },
                 None => continue,
             };
         }
@@ -639,16 +691,8 @@ impl Tree {
                 matches!(self.nodes[i].state, State::Terminal { draw, .. } | State::Repeated { draw, .. } if draw >= 1.0)
             })
             .collect();
-        let mates = self
-            .children(0)
-            .map(|i| match self.nodes[i].state {
-                State::Terminal { value, .. } if value >= 1.0 => Some(1),
-                State::Mates { moves } => Some(moves),
-                _ => None,
-            })
-            .collect();
-        let refuted =
-            self.children(0).map(|i| self.nodes[i].state.exact().is_some_and(|(value, _)| value <= -1.0)).collect();
+        let mates = self.children(0).map(|i| self.nodes[i].state.win_in()).collect();
+        let refuted = self.children(0).map(|i| self.nodes[i].state.loss_in().is_some()).collect();
         RootStats { children, values, wdl: [win, draw.clamp(0.0, 1.0), loss], draws, mates, refuted }
     }
 
@@ -703,11 +747,13 @@ impl Tree {
         let mut game = self.game.clone();
         game.push(mv).expect("a legal move");
         assert!(!game.outcome().is_over(), "no search after the end");
-        match child.filter(|&i| self.nodes[i].state == State::Expanded) {
+        match child.filter(|&i| self.nodes[i].children > 0) {
             Some(i) => {
                 let mut nodes = Vec::with_capacity(self.nodes.len());
                 let mut root = self.nodes[i].clone();
                 root.in_flight = 0;
+                // A proven node keeps its children, and as the root is searched again.
+                root.state = State::Expanded;
                 nodes.push(root);
                 // Copy the subtree breadth-first, renumbering children blocks.
                 let mut queue = vec![(i, 0usize)];

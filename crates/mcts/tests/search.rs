@@ -274,8 +274,12 @@ fn a_move_that_allows_a_mate_by_checks_is_refuted_at_its_first_visit() {
         let at = root.children.iter().position(|c| c.0 == blunder).unwrap();
         assert!(root.refuted[at], "{playouts} playouts: the blunder is a proven loss");
     }
+    // Looking for mates in one only, the search must expand the check and its one reply first
+    // (and then carries the proof up): until then the blunder is played.
     let mates_in_one_only = SearchConfig { mate_moves: 1, ..SearchConfig::default() };
-    assert_eq!(search_fixated(&game, blunder, 8, &mates_in_one_only).root().best_move(), Some(blunder));
+    assert_eq!(search_fixated(&game, blunder, 2, &mates_in_one_only).root().best_move(), Some(blunder));
+    let root = search_fixated(&game, blunder, 32, &mates_in_one_only).root();
+    assert!(root.refuted[root.children.iter().position(|c| c.0 == blunder).unwrap()]);
 }
 
 #[test]
@@ -299,6 +303,36 @@ fn the_root_plays_a_forced_mate_by_checks_before_any_playout_reaches_it() {
     capped.push(mv("d8e8")).unwrap();
     let tree = search_fixated(&capped, mv("f1f0"), 1, &SearchConfig::default());
     assert!(tree.root().mates.iter().all(Option::is_none), "{:?}", tree.root().mates);
+}
+
+#[test]
+fn a_quiet_move_that_leaves_every_reply_mated_is_proven_won_and_a_move_that_allows_it_lost() {
+    // P e5-f5 (quiet: it opens the e-file, where the kings would face) leaves the black king two
+    // moves, each mated at once; no other move mates in two, and none by checks within three
+    // (all checked exhaustively with pyffish). The mate search here looks for mates in one at
+    // the leaves and by checks of two moves at the root, so only proofs carried up the tree
+    // find this one.
+    let fen = "9/3k5/9/9/4P4/9/9/4K4/9/4R4";
+    let config = SearchConfig { mate_moves: 1, ..SearchConfig::default() };
+    let mut tree = Tree::new(game(&format!("{fen} w"), ""));
+    search(&mut tree, &mut UniformEvaluator, 400, &config).unwrap();
+    let root = tree.root();
+    let found: Vec<(Move, u32)> =
+        root.children.iter().zip(&root.mates).filter_map(|(c, m)| m.map(|m| (c.0, m))).collect();
+    assert_eq!(found, [(mv("e5f5"), 2)]);
+    assert_eq!(root.best_move(), Some(mv("e5f5")));
+    // The proven move keeps its subtree when played: Black's replies are all known lost.
+    tree.advance(mv("e5f5"));
+    let root = tree.root();
+    assert!(root.playouts() > 0 && root.refuted.len() == 2 && root.refuted.iter().all(|&r| r), "{root:?}");
+    // With Black to move, K d8-d7 and K d8-d9 allow that mate; K d8-e8 does not.
+    let mut tree = Tree::new(game(&format!("{fen} b"), ""));
+    search(&mut tree, &mut UniformEvaluator, 400, &config).unwrap();
+    let root = tree.root();
+    let refuted: Vec<Move> = root.children.iter().zip(&root.refuted).filter(|c| *c.1).map(|c| c.0.0).collect();
+    assert_eq!(refuted.len(), 2, "{refuted:?}");
+    assert!(refuted.contains(&mv("d8d7")) && refuted.contains(&mv("d8d9")), "{refuted:?}");
+    assert_eq!(root.best_move(), Some(mv("d8e8")));
 }
 
 #[test]
