@@ -324,6 +324,10 @@ pub struct Line {
     pub wdl: [f32; 3],
     /// Whether the root move ends the game (its value is then exact).
     pub ends_game: bool,
+    /// What the search proved of the root move: `Some(n)` if it wins within `n` moves of the
+    /// side to move (1: on the spot), `Some(-n)` if the opponent then wins within `n` of its
+    /// moves (`Some(0)`: the move itself loses by a rule).
+    pub mate: Option<i32>,
 }
 
 /// A search tree rooted at a game's current position.
@@ -729,6 +733,7 @@ impl Tree {
                     prior: node.prior,
                     wdl,
                     ends_game: matches!(node.state, State::Terminal { .. }),
+                    mate: node.state.win_in().map(|n| n as i32).or_else(|| node.state.loss_in().map(|n| -(n as i32))),
                 }
             })
             .collect();

@@ -20,7 +20,9 @@
 //! Scores: the search's win/draw/loss (W, D, L) gives an expected score `s = W + D/2` for the
 //! side to move, reported as `score cp 400 * log10(s / (1 - s))` — the Elo formula, so 100 cp is
 //! an expected score of 64% — clamped to ±1200; a move that mates (or wins by a rule at once) is
-//! `score mate 1`. `UCI_ShowWDL` adds `wdl W D L` in per mille.
+//! `score mate 1`, one that the search proved to win within N moves `score mate N`, and one
+//! proved to lose to a win of N moves `score mate -N`. `UCI_ShowWDL` adds `wdl W D L` in per
+//! mille.
 //!
 //! Limits of `go`: `nodes N` is N playouts; `depth D` is at most 2^D playouts (depth 10 is about
 //! a thousand); `movetime`, and `wtime`/`btime`/`winc`/`binc`/`movestogo` (a share of the
@@ -394,12 +396,11 @@ fn info_lines(tree: &Tree, elapsed: Duration, options: &Options) -> Vec<String> 
     let nps = (f64::from(nodes) / elapsed.as_secs_f64().max(1e-3)) as u64;
     let mut out = Vec::new();
     for (k, line) in lines.iter().filter(|l| l.visits > 0).take(options.multipv as usize).enumerate() {
-        let score = if line.ends_game && line.wdl[0] >= 1.0 {
-            "mate 1".to_string()
-        } else if line.ends_game && line.wdl[2] >= 1.0 {
-            "mate -1".to_string()
-        } else {
-            format!("cp {}", centipawns(line.wdl))
+        let score = match line.mate {
+            Some(moves) if moves > 0 => format!("mate {moves}"),
+            // A move that loses by a rule on the spot has no mating move to count.
+            Some(moves) => format!("mate -{}", moves.unsigned_abs().max(1)),
+            None => format!("cp {}", centipawns(line.wdl)),
         };
         let mut text = format!("info depth {} seldepth {seldepth} multipv {} score {score}", line.moves.len(), k + 1);
         if options.show_wdl {

@@ -85,6 +85,16 @@ fn fen_positions_wdl_and_multipv() {
 }
 
 #[test]
+fn a_proven_quiet_mate_is_reported_as_a_mate_in_two() {
+    // P e5-f5 opens the e-file, where the kings would face, and each of the black king's two
+    // replies is mated at once; no check mates within three moves (checked with pyffish), so only
+    // the search's proofs find it.
+    let lines = session(material_engine(), "position fen 9/3k5/9/9/4P4/9/9/4K4/9/4R4 w - - 0 1\ngo nodes 400\n");
+    assert_eq!(bestmoves(&lines), ["e5f5"]);
+    assert!(lines.iter().any(|l| l.contains(" score mate 2 ") && l.contains(" pv e5f5")), "{lines:#?}");
+}
+
+#[test]
 fn garbage_gets_an_info_string_and_the_session_goes_on() {
     let script = "hello\n\nposition fen not-a-fen\nposition startpos moves h2e2 h2e2\n\
                   setoption name Playouts value -5\nsetoption name NoSuchOption value 1\nsetoption\n\
