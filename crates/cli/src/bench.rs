@@ -42,10 +42,9 @@ pub struct SelfPlayBenchArgs {
     /// Length cap in plies.
     #[arg(long, default_value_t = 300)]
     max_plies: u32,
-    /// Longest forced mate by checks the search looks for at each leaf (one more at the root),
-    /// to weigh its cost: 1 looks for mates in one only.
-    #[arg(long, default_value_t = xqz_mcts::SearchConfig::default().mate_moves, value_parser = clap::value_parser!(u32).range(1..=4))]
-    mate_moves: u32,
+    /// The mate search, to weigh its cost.
+    #[command(flatten)]
+    mate_search: crate::selfplay::MateSearch,
 }
 
 /// Options of `xqz bench net`.
@@ -157,7 +156,7 @@ fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
         threads: args.threads,
         games_per_thread: args.games_per_thread,
         game: xiangqi::game::GameConfig { max_plies: Some(args.max_plies), ..Default::default() },
-        search: xqz_mcts::SearchConfig { mate_moves: args.mate_moves, ..Default::default() },
+        search: xqz_mcts::SearchConfig { mate_moves: args.mate_search.mate_moves, ..Default::default() },
         ..SelfPlayConfig::default()
     };
     println!(

@@ -82,6 +82,7 @@ pub fn run(args: &CoordinatorArgs) -> Result<()> {
         material_adjudication: args.rules.material_adjudication,
         repeater_loses: args.rules.repeater_loses,
         completed_q_policy: args.rules.completed_q_policy,
+        mate_moves: args.rules.mate_search.mate_moves,
         ..Settings::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;

@@ -61,10 +61,8 @@ pub struct MatchArgs {
     /// Searching players rule on a position's first repetition as if it went on to the third.
     #[arg(long)]
     rule_first_repetition: bool,
-    /// Longest forced mate by checks, in moves, that searching players look for at each leaf
-    /// (one more at the root); 1 looks for mates in one only.
-    #[arg(long, default_value_t = SearchConfig::default().mate_moves, value_parser = clap::value_parser!(u32).range(1..=4))]
-    mate_moves: u32,
+    #[command(flatten)]
+    mate_search: crate::selfplay::MateSearch,
     /// Plies of each random opening.
     #[arg(long, default_value_t = 4)]
     random_plies: u32,
@@ -285,7 +283,7 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
         root_fpu: args.root_fpu,
         policy_temperature: args.policy_temperature,
         rule_first_repetition: args.rule_first_repetition,
-        mate_moves: args.mate_moves,
+        mate_moves: args.mate_search.mate_moves,
         ..SearchConfig::default()
     };
     let report = run_match(&plan, &|| a.make(search), &|| b.make(search), |game: &MatchGame, report: &MatchReport| {

@@ -7,13 +7,29 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use xiangqi::game::{GameConfig, Ruleset};
-use xqz_mcts::{ResignConfig, SelfPlayConfig, UniformEvaluator};
+use xqz_mcts::{ResignConfig, SearchConfig, SelfPlayConfig, UniformEvaluator};
 use xqz_net::service::{InferenceService, ServiceConfig};
 use xqz_net::{ModelConfig, Network, checkpoint, parse_device};
 use xqz_worker::{LocalReport, LocalSelfPlay, play_into};
 
+/// The mate search of searching players; shared by every command that searches.
+#[derive(Args, Clone, Copy, Debug)]
+pub struct MateSearch {
+    /// Longest forced mate by checks, in moves, that searches look for at each leaf (one more at
+    /// the root); 1 looks for mates in one only.
+    #[arg(long, default_value_t = SearchConfig::default().mate_moves, value_parser = clap::value_parser!(u32).range(1..=4))]
+    pub mate_moves: u32,
+}
+
+impl Default for MateSearch {
+    fn default() -> MateSearch {
+        MateSearch { mate_moves: SearchConfig::default().mate_moves }
+    }
+}
+
 /// Self-play's own rules, which evaluation matches do not use: adjudications that end games the
-/// rules would draw, and the policy target. Shared by `selfplay`, `coordinator` and `run`.
+/// rules would draw, and the policy target; and its mate search. Shared by `selfplay`,
+/// `coordinator` and `run`.
 #[derive(Args, Clone, Debug, Default)]
 pub struct SelfPlayRules {
     /// Material lead in pawns that wins a self-play game reaching the natural move limit or
@@ -28,12 +44,19 @@ pub struct SelfPlayRules {
     /// policy target of full searches instead of the visit fractions.
     #[arg(long)]
     pub completed_q_policy: bool,
+    #[command(flatten)]
+    pub mate_search: MateSearch,
 }
 
 impl SelfPlayRules {
     /// The same rules as command-line flags, for a child process.
     pub fn to_args(&self) -> Vec<String> {
-        let mut args = vec!["--material-adjudication".to_string(), self.material_adjudication.to_string()];
+        let mut args = vec![
+            "--material-adjudication".to_string(),
+            self.material_adjudication.to_string(),
+            "--mate-moves".to_string(),
+            self.mate_search.mate_moves.to_string(),
+        ];
         for (on, flag) in [(self.repeater_loses, "--repeater-loses"), (self.completed_q_policy, "--completed-q-policy")]
         {
             if on {
@@ -133,6 +156,7 @@ impl SelfPlayArgs {
             late_temperature: self.late_temperature,
             root_policy_temperature: self.root_policy_temperature,
             completed_q_policy: self.rules.completed_q_policy,
+            search: SearchConfig { mate_moves: self.rules.mate_search.mate_moves, ..SearchConfig::default() },
             full_search_probability: self.full_fraction,
             threads: self.threads,
             games_per_thread: self.games_per_thread,

@@ -63,6 +63,8 @@ pub struct Settings {
     /// Whether full searches record the completed-Q policy instead of visit fractions; see
     /// `SelfPlayConfig::completed_q_policy`.
     pub completed_q_policy: bool,
+    /// The mate search of self-play searches; see `SearchConfig::mate_moves`.
+    pub mate_moves: u32,
 }
 
 impl Default for Settings {
@@ -78,6 +80,7 @@ impl Default for Settings {
             material_adjudication: 0,
             repeater_loses: false,
             completed_q_policy: false,
+            mate_moves: xqz_mcts::SearchConfig::default().mate_moves,
         }
     }
 }

@@ -103,6 +103,7 @@ impl CoordinatorService {
             material_adjudication: s.material_adjudication,
             repeater_loses: s.repeater_loses,
             completed_q_policy: s.completed_q_policy,
+            mate_moves: s.mate_moves,
         }
     }
 

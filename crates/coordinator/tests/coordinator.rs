@@ -186,6 +186,31 @@ async fn invalid_games_reject_the_whole_batch() {
 }
 
 #[tokio::test]
+async fn a_worker_searches_as_the_coordinator_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Settings { mate_moves: 1, playouts: 24, completed_q_policy: true, ..short() };
+    let server = Server::start(dir.path(), settings).await;
+    let session = xqz_worker::remote::Session::connect(xqz_worker::remote::RemoteConfig {
+        coordinator: format!("http://{}", server.running.addr()),
+        token: Some(TOKEN.into()),
+        dir: dir.path().join("worker"),
+        name: "box".into(),
+        threads: 1,
+        games_per_thread: 1,
+        max_games: Some(0),
+        batch_games: 1,
+        batch_interval: std::time::Duration::from_secs(1),
+        heartbeat_interval: std::time::Duration::from_secs(1),
+    })
+    .await
+    .unwrap();
+    let config = session.self_play_config().unwrap();
+    assert_eq!((config.search.mate_moves, config.playouts, config.completed_q_policy), (1, 24, true));
+    assert_eq!(config.game.max_plies, Some(2));
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn token_is_required() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), short()).await;

@@ -35,7 +35,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 use xiangqi::game::{GameConfig, Ruleset};
-use xqz_mcts::{EvalError, Evaluator, SelfPlayConfig, self_play};
+use xqz_mcts::{EvalError, Evaluator, SearchConfig, SelfPlayConfig, self_play};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{
     DownloadModelRequest, GameSubmission, HeartbeatRequest, ModelAnnouncement, RegisterRequest, SelfPlaySettings,
@@ -254,6 +254,10 @@ impl Session {
             // 0 is what a coordinator without the field sends.
             root_policy_temperature: if s.root_policy_temperature == 0.0 { 1.0 } else { s.root_policy_temperature },
             completed_q_policy: s.completed_q_policy,
+            search: SearchConfig {
+                mate_moves: if s.mate_moves == 0 { SearchConfig::default().mate_moves } else { s.mate_moves },
+                ..SearchConfig::default()
+            },
             threads: self.config.threads.max(1),
             games_per_thread: self.config.games_per_thread.max(1),
             seed: rand::random(),
