@@ -556,14 +556,17 @@ impl Tree {
             if parent == 0 || self.nodes[parent].state != State::Expanded {
                 return;
             }
-            let proven = if let Some(moves) = self.nodes[child].state.win_in() {
+            let child = self.nodes[child].state;
+            let proven = if let Some(moves) = child.win_in() {
                 State::Refuted { moves }
+            } else if child.loss_in().is_some()
+                && let Some(longest) = self
+                    .children(parent)
+                    .try_fold(0, |longest, c| self.nodes[c].state.loss_in().map(|moves| longest.max(moves)))
+            {
+                State::Won { moves: longest + 1 }
             } else {
-                let losses: Option<Vec<u32>> = self.children(parent).map(|c| self.nodes[c].state.loss_in()).collect();
-                match losses.and_then(|l| l.into_iter().max()) {
-                    Some(longest) => State::Won { moves: longest + 1 },
-                    None => return,
-                }
+                return;
             };
             self.nodes[parent].state = proven;
         }
@@ -757,7 +760,7 @@ impl Tree {
                 let mut nodes = Vec::with_capacity(self.nodes.len());
                 let mut root = self.nodes[i].clone();
                 root.in_flight = 0;
-                // A proven node keeps its children, and as the root is searched again.
+                // A proven node keeps its children; as the new root it is searched again.
                 root.state = State::Expanded;
                 nodes.push(root);
                 // Copy the subtree breadth-first, renumbering children blocks.
