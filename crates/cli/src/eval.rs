@@ -61,6 +61,10 @@ pub struct MatchArgs {
     /// Searching players rule on a position's first repetition as if it went on to the third.
     #[arg(long)]
     rule_first_repetition: bool,
+    /// Plies before the natural move limit from which searching players draw a leaf's value
+    /// toward a draw, so that a side ahead captures rather than shuffles into it (0: off).
+    #[arg(long, default_value_t = SearchConfig::default().natural_limit_ramp)]
+    natural_limit_ramp: u32,
     #[command(flatten)]
     mate_search: crate::selfplay::MateSearch,
     /// Plies of each random opening.
@@ -283,6 +287,7 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
         root_fpu: args.root_fpu,
         policy_temperature: args.policy_temperature,
         rule_first_repetition: args.rule_first_repetition,
+        natural_limit_ramp: args.natural_limit_ramp,
         mate_moves: args.mate_search.mate_moves,
         ..SearchConfig::default()
     };

@@ -46,6 +46,12 @@ pub struct SearchConfig {
     /// into it; the root looks one move further for its own mates, which are then played.
     /// 1 looks for mates in one only; 0 is taken as 1.
     pub mate_moves: u32,
+    /// Plies before the natural move limit from which a leaf's evaluation is drawn toward a
+    /// draw: its win and loss shrink linearly to nothing at the limit, as Stockfish scales its
+    /// evaluation by the fifty-move counter. A side that is ahead then prefers a capture, which
+    /// restarts the count, to shuffling into the draw that a network trained on short self-play
+    /// games has not learnt to see coming. 0 turns it off.
+    pub natural_limit_ramp: u32,
 }
 
 impl Default for SearchConfig {
@@ -59,6 +65,7 @@ impl Default for SearchConfig {
             rule_first_repetition: false,
             leaves_per_batch: 4,
             mate_moves: 3,
+            natural_limit_ramp: 40,
         }
     }
 }
@@ -155,6 +162,9 @@ impl Node {
 #[derive(Clone, Debug)]
 pub struct PendingLeaf {
     path: Vec<u32>,
+    /// The share of the evaluation's win and loss that the leaf keeps (see
+    /// [`SearchConfig::natural_limit_ramp`]).
+    decisive: f32,
     /// The game at the leaf (ongoing).
     pub game: Game,
 }
@@ -382,6 +392,13 @@ fn forced_win(game: &Game, mv: Move, moves: u32, seen: &mut Vec<u64>) -> Option<
     (2..=moves).find(|&n| mate::mates_after_check(&after, n, seen))
 }
 
+/// The share of a leaf's win and loss that [`SearchConfig::natural_limit_ramp`] keeps: all of it
+/// until the ramp's last plies before the natural move limit, then linearly less.
+fn decisive_share(game: &Game, ramp: u32) -> f32 {
+    let left = game.natural_plies_left();
+    if left >= ramp { 1.0 } else { left as f32 / ramp as f32 }
+}
+
 /// The value of an outcome for the player who made the last move of `game`, and the draw share.
 fn outcome_value(game: &Game, outcome: Outcome) -> (f32, f32) {
     let mover = game.position().turn().opponent();
@@ -531,7 +548,8 @@ impl Tree {
             return self.settle(&path, State::Refuted { moves });
         }
         self.nodes[node].state = State::Pending;
-        Selection::Evaluate(Box::new(PendingLeaf { path, game }))
+        let decisive = decisive_share(&game, config.natural_limit_ramp);
+        Selection::Evaluate(Box::new(PendingLeaf { path, game, decisive }))
     }
 
     /// Gives the node at the end of `path` a state whose value is known, backs that value up and
@@ -654,8 +672,9 @@ impl Tree {
             self.mark_root_mates();
         }
         let [win, draw, loss] = evaluation.wdl;
+        let keep = leaf.decisive;
         // The evaluation is for the side to move at the leaf; the node keeps its mover's view.
-        self.backup(&leaf.path, loss - win, draw, true);
+        self.backup(&leaf.path, (loss - win) * keep, draw + (win + loss) * (1.0 - keep), true);
     }
 
     /// Settles the root's moves that force a win (see [`SearchConfig::mate_moves`]; the root

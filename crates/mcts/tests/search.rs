@@ -183,6 +183,43 @@ fn a_draw_on_the_spot_is_weighed_by_its_exact_value_not_its_visits() {
 }
 
 #[test]
+fn a_lead_is_worth_less_as_the_natural_move_limit_nears_and_a_capture_restores_it() {
+    // Red is far ahead. e1e8 gives the rook for the horse that the king guards, so on material
+    // alone Red keeps its rook. With the clock at 110, 10 plies are left before the natural
+    // move limit (120), and only a capture restarts the count.
+    let fen = |clock: u32| format!("4k4/4n4/9/9/9/9/P1P3P1P/9/4R4/3A1K3 w - - {clock} 1");
+    let searched = |clock: u32, natural_limit_ramp: u32| {
+        let config = SearchConfig { natural_limit_ramp, mate_moves: 1, ..SearchConfig::default() };
+        let mut tree = Tree::new(game(&fen(clock), ""));
+        search(&mut tree, &mut MaterialEvaluator, 400, &config).unwrap();
+        tree.root()
+    };
+    let ramp = SearchConfig::default().natural_limit_ramp;
+    assert_eq!(ramp, 40);
+    let value = |root: &RootStats, m: &str| {
+        let i = root.children.iter().position(|c| c.0 == mv(m)).unwrap();
+        root.values[i].unwrap()
+    };
+    let (fresh, late, late_unramped) = (searched(0, ramp), searched(110, ramp), searched(110, 0));
+    // A quiet move searched once is its leaf's evaluation, 9 plies before the limit: 9/40 of it.
+    let quiet = "a3a4";
+    assert_eq!(late.children.iter().find(|c| c.0 == mv(quiet)).unwrap().1, 1);
+    let [win, _, loss] = MaterialEvaluator::wdl(game(&fen(110), quiet).position());
+    assert!((value(&late, quiet) - (loss - win) * 9.0 / 40.0).abs() < 1e-5);
+    assert!(value(&fresh, "e1e8") < value(&fresh, quiet), "with time left the rook is kept");
+    assert!(value(&late, "e1e8") > value(&late, quiet), "near the limit the capture is worth more");
+    for (m, unramped) in late_unramped.children.iter().zip(&late_unramped.values) {
+        let i = fresh.children.iter().position(|c| c.0 == m.0).unwrap();
+        assert_eq!(
+            (m.1, *unramped),
+            (fresh.children[i].1, fresh.values[i]),
+            "{}: without the ramp the clock is no matter",
+            m.0
+        );
+    }
+}
+
+#[test]
 fn an_absolute_root_first_play_value_of_a_win_tries_every_root_move() {
     let game = game("4k4/4a4/9/9/9/R8/9/9/9/3AK4 w", "");
     let moves = game.legal_moves().len() as u32;

@@ -547,11 +547,26 @@ impl Game {
         Outcome::Win { winner: self.pos.turn(), verdict }
     }
 
-    /// Whether the plies since the last capture reach the natural move limit. Under the 2011
-    /// rules at most 10 checks of the side that claims count (22.2); either side may claim, so
-    /// the side with fewer checks decides. Under WXF checks beyond the tenth of the side that
-    /// checked most do not count (see [`Game::axf_check_discount`]).
+    /// Whether the plies since the last capture reach the natural move limit.
     fn natural_limit_reached(&self) -> bool {
+        self.natural_plies_left() == 0
+    }
+
+    /// Plies that may still be played without a capture before the natural move limit draws the
+    /// game (0 once it has). Under the 2011 rules at most 10 checks of the side that claims count
+    /// (22.2); either side may claim, so the side with fewer checks decides. Under WXF checks
+    /// beyond the tenth of the side that checked most do not count (see
+    /// [`Game::axf_check_discount`]).
+    ///
+    /// ```
+    /// use xiangqi::game::Game;
+    /// let mut game = Game::new(Default::default());
+    /// assert_eq!(game.natural_plies_left(), 120);
+    /// game.push_str("h2e2")?;
+    /// assert_eq!(game.natural_plies_left(), 119);
+    /// # Ok::<(), xiangqi::game::GameError>(())
+    /// ```
+    pub fn natural_plies_left(&self) -> u32 {
         let limit = self.config.natural_limit.unwrap_or(self.config.ruleset.default_natural_limit()) as usize;
         // A position set up with a running clock counts its earlier plies too.
         let before = if self.anchor_ply == 0 { self.start.halfmove_clock() as usize } else { 0 };
@@ -564,7 +579,7 @@ impl Game {
             Ruleset::Wxf => counted = counted.saturating_sub(self.axf_check_discount()),
             Ruleset::Simple => {}
         }
-        counted >= limit
+        limit.saturating_sub(counted) as u32
     }
 
     /// Plies the AXF natural move rule leaves out, as Fairy-Stockfish counts them: once the game
