@@ -12,6 +12,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::sync::Mutex;
+
 use tch::nn::{self, ModuleT};
 use tch::{Device, Kind, Tensor};
 
@@ -20,6 +22,10 @@ use crate::encoding::{HEIGHT, INPUT_SIZE, PLANES, WIDTH};
 use crate::policy::POLICY_SIZE;
 
 const SQUARES: i64 = (HEIGHT * WIDTH) as i64;
+
+/// Held while a network draws its initial weights from libtorch's one global generator, so that
+/// a seeded initialisation is not interleaved with another thread's.
+static INIT: Mutex<()> = Mutex::new(());
 
 /// A convolution without bias followed by batch normalisation.
 #[derive(Debug)]
@@ -123,6 +129,31 @@ impl Network {
     /// # Panics
     /// If the configuration is invalid ([`ModelConfig::validate`]).
     pub fn new(config: &ModelConfig, device: Device) -> Network {
+        let _init = INIT.lock().unwrap_or_else(|e| e.into_inner());
+        Network::build(config, device)
+    }
+
+    /// A freshly initialised network whose weights depend on `seed` alone, whatever other threads
+    /// of the process do with libtorch's generator meanwhile.
+    ///
+    /// ```
+    /// use xqz_net::{ModelConfig, Network};
+    /// let tiny = ModelConfig::builtin("tiny")?;
+    /// let (a, b) = (Network::seeded(&tiny, tch::Device::Cpu, 7), Network::seeded(&tiny, tch::Device::Cpu, 7));
+    /// let input = vec![0.0; xqz_net::encoding::INPUT_SIZE];
+    /// assert_eq!(a.predict(&input)?.policy_logits, b.predict(&input)?.policy_logits);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Panics
+    /// If the configuration is invalid ([`ModelConfig::validate`]).
+    pub fn seeded(config: &ModelConfig, device: Device, seed: u64) -> Network {
+        let _init = INIT.lock().unwrap_or_else(|e| e.into_inner());
+        tch::manual_seed(seed as i64);
+        Network::build(config, device)
+    }
+
+    fn build(config: &ModelConfig, device: Device) -> Network {
         if let Err(e) = config.validate() {
             panic!("invalid model config {}: {e}", config.name);
         }

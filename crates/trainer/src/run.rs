@@ -160,8 +160,8 @@ pub fn train(
     let mut trainer = match latest_checkpoint(&config.run) {
         Some(path) => Trainer::resume(&path, config.device, Some(&config.model))?,
         None => {
-            tch::manual_seed(config.seed as i64);
-            let trainer = Trainer::new(Network::new(&config.model, config.device), config.optimizer);
+            let net = Network::seeded(&config.model, config.device, config.seed);
+            let trainer = Trainer::new(net, config.optimizer);
             // Step 0 is kept: the model the run started from, the baseline of its evaluations.
             save_checkpoint(&trainer, &config.run, 0)?;
             trainer
