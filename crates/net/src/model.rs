@@ -176,7 +176,15 @@ impl Network {
             stem: ConvBn::new(&root / "stem", PLANES as i64, c, 3),
             tower,
             policy_conv: ConvBn::new(&root / "policy", c, pc, 1),
-            policy_fc: nn::linear(&root / "policy" / "fc", pc * SQUARES, POLICY_SIZE as i64, Default::default()),
+            // Zero weights make a fresh network's policy uniform over the legal moves. Random
+            // ones give it arbitrary preferences, which steer a few playouts away from the moves
+            // that matter, and which a policy target built on the priors (completed Q) keeps.
+            policy_fc: nn::linear(
+                &root / "policy" / "fc",
+                pc * SQUARES,
+                POLICY_SIZE as i64,
+                nn::LinearConfig { ws_init: nn::Init::Const(0.0), bs_init: Some(nn::Init::Const(0.0)), bias: true },
+            ),
             value_conv: ConvBn::new(&root / "value", c, vc, 1),
             value_hidden: nn::linear(&root / "value" / "hidden", 2 * vc, hidden, Default::default()),
             value_out: nn::linear(&root / "value" / "out", hidden, 3, Default::default()),

@@ -13,7 +13,11 @@
 //! encoding::encode_position(&xiangqi::Position::startpos(), History::default(), &mut inputs);
 //! let mut target = vec![0.0; POLICY_SIZE];
 //! target[policy::index("h2e2".parse()?).unwrap()] = 1.0;
-//! let batch = TrainBatch { inputs: &inputs, policy: &target, wdl: &[0.5, 0.5, 0.0] };
+//! let mut legal = vec![0.0; POLICY_SIZE];
+//! for &mv in &xiangqi::Position::startpos().legal_moves() {
+//!     legal[policy::index(mv).unwrap()] = 1.0;
+//! }
+//! let batch = TrainBatch { inputs: &inputs, policy: &target, legal: &legal, wdl: &[0.5, 0.5, 0.0] };
 //! let first = trainer.step(&batch)?;
 //! for _ in 0..20 {
 //!     trainer.step(&batch)?;
@@ -56,8 +60,14 @@ impl Default for TrainConfig {
 pub struct TrainBatch<'a> {
     /// Encoded positions, `n * INPUT_SIZE`.
     pub inputs: &'a [f32],
-    /// Policy targets, `n * POLICY_SIZE`, each row summing to 1.
+    /// Policy targets, `n * POLICY_SIZE`, each row summing to 1 (or all 0: no policy target).
     pub policy: &'a [f32],
+    /// 1 where a move is legal in the row's position, else 0, `n * POLICY_SIZE`. The policy's
+    /// softmax is taken over the legal moves only, as at inference: over all 2086 moves, most of
+    /// a small run's training goes into which moves tend to be legal, and the policy learns to
+    /// like moves for being often legal (a piece at home) rather than for what they do here (a
+    /// capture), which steers few playouts away from the moves that matter.
+    pub legal: &'a [f32],
     /// Value targets (win, draw, loss for the side to move), `n * 3`, each row summing to 1.
     pub wdl: &'a [f32],
 }
@@ -188,10 +198,12 @@ impl Trainer {
                 batch.inputs.len()
             )));
         }
-        if batch.policy.len() != n * POLICY_SIZE || batch.wdl.len() != n * 3 {
+        if batch.policy.len() != n * POLICY_SIZE || batch.legal.len() != n * POLICY_SIZE || batch.wdl.len() != n * 3 {
             return Err(TrainError::BadBatch(format!(
-                "{n} rows of inputs, but {} policy floats (expected {}) and {} value floats (expected {})",
+                "{n} rows of inputs, but {} policy floats and {} legal-move flags (expected {} each) and {} value \
+                 floats (expected {})",
                 batch.policy.len(),
+                batch.legal.len(),
                 n * POLICY_SIZE,
                 batch.wdl.len(),
                 n * 3
@@ -204,9 +216,13 @@ impl Trainer {
             .f_to_device(device)?;
         let policy_target =
             Tensor::f_from_slice(batch.policy)?.f_view([rows, POLICY_SIZE as i64])?.f_to_device(device)?;
+        let illegal =
+            Tensor::f_from_slice(batch.legal)?.f_view([rows, POLICY_SIZE as i64])?.f_to_device(device)?.f_eq(0.0)?;
         let value_target = Tensor::f_from_slice(batch.wdl)?.f_view([rows, 3])?.f_to_device(device)?;
 
         let (policy_logits, value_logits) = self.net.forward_t(&x, true);
+        // Finite, so that an illegal move's zero target times its log-probability stays zero.
+        let policy_logits = policy_logits.f_masked_fill(&illegal, -1e9)?;
         let cross_entropy = |logits: &Tensor, target: &Tensor| -> Result<Tensor, tch::TchError> {
             (target * logits.f_log_softmax(-1, Kind::Float)?)
                 .f_sum_dim_intlist(1, false, Kind::Float)?

@@ -20,6 +20,7 @@ fn tiny() -> ModelConfig {
 struct Data {
     inputs: Vec<f32>,
     policy: Vec<f32>,
+    legal: Vec<f32>,
     wdl: Vec<f32>,
 }
 
@@ -30,10 +31,14 @@ impl Data {
         let mut data = Data {
             inputs: vec![0.0; rows * INPUT_SIZE],
             policy: vec![0.0; rows * POLICY_SIZE],
+            legal: vec![0.0; rows * POLICY_SIZE],
             wdl: vec![0.0; rows * 3],
         };
         for (r, (pos, history)) in positions.iter().enumerate() {
             encoding::encode_position(pos, *history, &mut data.inputs[r * INPUT_SIZE..(r + 1) * INPUT_SIZE]);
+            for &mv in pos.legal_moves().iter() {
+                data.legal[r * POLICY_SIZE + policy::index_for(mv, pos.turn()).unwrap()] = 1.0;
+            }
             let mv = *pos.legal_moves().choose(&mut rng).unwrap();
             data.policy[r * POLICY_SIZE + policy::index_for(mv, pos.turn()).unwrap()] = 1.0;
             data.wdl[r * 3 + rng.random_range(0..3)] = 1.0;
@@ -42,7 +47,7 @@ impl Data {
     }
 
     fn batch(&self) -> TrainBatch<'_> {
-        TrainBatch { inputs: &self.inputs, policy: &self.policy, wdl: &self.wdl }
+        TrainBatch { inputs: &self.inputs, policy: &self.policy, legal: &self.legal, wdl: &self.wdl }
     }
 }
 
@@ -65,18 +70,52 @@ fn tiny_net_overfits_a_fixed_batch() {
 }
 
 #[test]
+fn the_policy_loss_is_taken_over_the_legal_moves_only() {
+    // One legal move and its target: the loss is zero whatever the illegal moves' logits, and a
+    // fresh network's uniform policy over two legal moves, a target on one, costs ln 2.
+    let data = Data::new(1, 5);
+    let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
+    let target = data.policy.iter().position(|&p| p == 1.0).unwrap();
+    let mut only = vec![0.0; POLICY_SIZE];
+    only[target] = 1.0;
+    let lone = TrainBatch { legal: &only, ..data.batch() };
+    let losses = trainer.step(&lone).unwrap();
+    assert!(losses.policy.abs() < 1e-6, "policy loss {}", losses.policy);
+    let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
+    let mut two = only.clone();
+    two[(0..POLICY_SIZE).find(|&i| i != target && data.legal[i] == 1.0).unwrap()] = 1.0;
+    let losses = trainer.step(&TrainBatch { legal: &two, ..data.batch() }).unwrap();
+    assert!((losses.policy - std::f64::consts::LN_2).abs() < 1e-5, "policy loss {}", losses.policy);
+}
+
+#[test]
 fn a_malformed_batch_is_refused() {
     let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
     let data = Data::new(4, 2);
     let short = TrainBatch { wdl: &data.wdl[..9], ..data.batch() };
     let err = trainer.step(&short).unwrap_err().to_string();
     assert!(err.contains("4 rows of inputs"), "{err}");
+    let unflagged = TrainBatch { legal: &data.legal[..POLICY_SIZE], ..data.batch() };
+    assert!(trainer.step(&unflagged).unwrap_err().to_string().contains("legal-move flags"));
     assert_eq!(trainer.info().training_steps, 0);
 }
 
 fn outputs(net: &Network, data: &Data) -> (Vec<f32>, Vec<f32>) {
     let out = net.predict_batch(&data.inputs).unwrap();
     (out.policy_logits, out.wdl)
+}
+
+#[test]
+fn a_fresh_network_has_a_uniform_policy_and_learns_away_from_it() {
+    let data = Data::new(16, 4);
+    let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
+    let flat = |logits: &[f32]| logits.iter().all(|&l| l == logits[0]);
+    let (logits, wdl) = outputs(trainer.network(), &data);
+    assert!(logits.chunks(POLICY_SIZE).all(flat), "every move starts with the same logit");
+    // The value head is random, not a constant draw.
+    assert!(wdl.chunks(3).any(|w| w != wdl[..3].to_vec().as_slice()));
+    trainer.step(&data.batch()).unwrap();
+    assert!(!outputs(trainer.network(), &data).0.chunks(POLICY_SIZE).all(flat), "one step moves the policy");
 }
 
 #[test]

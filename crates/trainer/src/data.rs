@@ -80,6 +80,9 @@ pub struct TrainingData {
     /// the completed-Q policy), normalised and smoothed by [`Targets::policy_smoothing`]; all
     /// zero for rows without a full search, which so add nothing to the policy loss.
     pub policy: Vec<f32>,
+    /// 1 for the legal moves of each row's position, `rows * POLICY_SIZE` (the policy's softmax
+    /// is taken over them, see [`TrainBatch::legal`]); all zero for rows without a policy target.
+    pub legal: Vec<f32>,
     /// Value targets for the side to move, `rows * 3` (win, draw, loss): the game's result, mixed
     /// with the search's root estimate by [`Targets::result_share`] and with the material
     /// estimate by [`Targets::material_share`].
@@ -99,8 +102,12 @@ impl TrainingData {
                 r * batch.wdl_target[i] + (1.0 - r) * batch.root_wdl[i]
             })
             .collect();
-        let mut data =
-            TrainingData { inputs: vec![0.0; rows * INPUT_SIZE], policy: vec![0.0; rows * POLICY_SIZE], wdl };
+        let mut data = TrainingData {
+            inputs: vec![0.0; rows * INPUT_SIZE],
+            policy: vec![0.0; rows * POLICY_SIZE],
+            legal: vec![0.0; rows * POLICY_SIZE],
+            wdl,
+        };
         let m = targets.material_share;
         // The recorded moves' indices of one row, kept for its smoothing; one buffer for all rows.
         let mut indices = Vec::new();
@@ -117,22 +124,32 @@ impl TrainingData {
                 &mut data.inputs[row * INPUT_SIZE..(row + 1) * INPUT_SIZE],
             )
             .map_err(|source| DataError::Board { row, source })?;
+            let full = batch.full_search[row] != 0;
+            if m <= 0.0 && !full {
+                continue;
+            }
+            let pos = xqz_dataset::decode_board(batch.board(row), turn)
+                .map_err(|source| DataError::Position { row, source })?;
             if m > 0.0 {
-                let pos = xqz_dataset::decode_board(batch.board(row), turn)
-                    .map_err(|source| DataError::Position { row, source })?;
                 let material = MaterialEvaluator::wdl(&pos);
                 for (target, estimate) in data.wdl[row * 3..row * 3 + 3].iter_mut().zip(material) {
                     *target = (1.0 - m) * *target + m * estimate;
                 }
             }
-            if batch.full_search[row] == 0 {
+            if !full {
                 continue;
+            }
+            let legal = &mut data.legal[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
+            for &mv in pos.legal_moves().iter() {
+                let index = policy::index_for(mv, turn).ok_or(DataError::PolicyMove { row, code: mv.to_u16() })?;
+                legal[index] = 1.0;
             }
             let target = &mut data.policy[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
             indices.clear();
             for (code, p) in batch.policy(row) {
                 let index = Move::from_u16(code)
                     .and_then(|mv| policy::index_for(mv, turn))
+                    .filter(|&i| legal[i] > 0.0)
                     .ok_or(DataError::PolicyMove { row, code })?;
                 target[index] += p;
                 indices.push(index);
@@ -154,6 +171,6 @@ impl TrainingData {
 
     /// The arrays as the trainer takes them.
     pub fn batch(&self) -> TrainBatch<'_> {
-        TrainBatch { inputs: &self.inputs, policy: &self.policy, wdl: &self.wdl }
+        TrainBatch { inputs: &self.inputs, policy: &self.policy, legal: &self.legal, wdl: &self.wdl }
     }
 }

@@ -56,6 +56,17 @@ fn inputs_and_targets_describe_the_stored_positions() {
                     assert!(legal.contains(&mv), "row {row}: target on {mv}, not legal");
                 }
             }
+            // The policy's softmax runs over exactly the legal moves of rows with a target.
+            let mask = &data.legal[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
+            let flagged: Vec<Move> =
+                (0..POLICY_SIZE).filter(|&i| mask[i] == 1.0).map(|i| policy::move_for(i, turn).unwrap()).collect();
+            if batch.full_search[row] == 1 {
+                assert_eq!(flagged.len(), legal.len(), "row {row}");
+                assert!(flagged.iter().all(|mv| legal.contains(mv)), "row {row}");
+            } else {
+                assert!(flagged.is_empty(), "row {row}");
+            }
+            assert!(mask.iter().all(|&f| f == 0.0 || f == 1.0));
             let wdl = &data.wdl[row * 3..row * 3 + 3];
             assert_eq!(wdl.iter().sum::<f32>(), 1.0);
             rows += 1;
