@@ -81,7 +81,7 @@ pub fn run(args: &CoordinatorArgs) -> Result<()> {
         root_policy_temperature: args.root_policy_temperature,
         material_adjudication: args.rules.material_adjudication,
         repeater_loses: args.rules.repeater_loses,
-        completed_q_policy: args.rules.completed_q_policy,
+        policy_target: args.rules.policy_target.into(),
         mate_moves: args.rules.mate_search.mate_moves,
         ..Settings::default()
     };

@@ -4,10 +4,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use xiangqi::game::{GameConfig, Ruleset};
-use xqz_mcts::{ResignConfig, SearchConfig, SelfPlayConfig, UniformEvaluator};
+use xqz_mcts::{PolicyTarget, ResignConfig, SearchConfig, SelfPlayConfig, UniformEvaluator};
 use xqz_net::service::{InferenceService, ServiceConfig};
 use xqz_net::{ModelConfig, Network, checkpoint, parse_device};
 use xqz_worker::{LocalReport, LocalSelfPlay, play_into};
@@ -40,10 +40,11 @@ pub struct SelfPlayRules {
     /// that neither side learns to shuffle (evaluation matches keep the rules' draws).
     #[arg(long)]
     pub repeater_loses: bool,
-    /// Record Gumbel MuZero's completed-Q policy (priors shifted by the searched values) as the
-    /// policy target of full searches instead of the visit fractions.
-    #[arg(long)]
-    pub completed_q_policy: bool,
+    /// What full searches record as the policy target: the visit fractions, Gumbel MuZero's
+    /// completed-Q policy (the priors shifted by the searched values), or the softmax of the
+    /// searched values alone (q-softmax).
+    #[arg(long, value_enum, default_value_t = PolicyTargetArg::Visits)]
+    pub policy_target: PolicyTargetArg,
     #[command(flatten)]
     pub mate_search: MateSearch,
 }
@@ -56,14 +57,35 @@ impl SelfPlayRules {
             self.material_adjudication.to_string(),
             "--mate-moves".to_string(),
             self.mate_search.mate_moves.to_string(),
+            "--policy-target".to_string(),
+            self.policy_target.to_possible_value().expect("no variant is skipped").get_name().to_string(),
         ];
-        for (on, flag) in [(self.repeater_loses, "--repeater-loses"), (self.completed_q_policy, "--completed-q-policy")]
-        {
-            if on {
-                args.push(flag.into());
-            }
+        if self.repeater_loses {
+            args.push("--repeater-loses".into());
         }
         args
+    }
+}
+
+/// [`PolicyTarget`] as a command-line value.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PolicyTargetArg {
+    /// The visit fractions.
+    #[default]
+    Visits,
+    /// Gumbel MuZero's completed-Q policy.
+    CompletedQ,
+    /// The softmax of the searched values alone.
+    QSoftmax,
+}
+
+impl From<PolicyTargetArg> for PolicyTarget {
+    fn from(arg: PolicyTargetArg) -> PolicyTarget {
+        match arg {
+            PolicyTargetArg::Visits => PolicyTarget::Visits,
+            PolicyTargetArg::CompletedQ => PolicyTarget::CompletedQ,
+            PolicyTargetArg::QSoftmax => PolicyTarget::QSoftmax,
+        }
     }
 }
 
@@ -155,7 +177,7 @@ impl SelfPlayArgs {
             cheap_playouts: self.cheap_playouts,
             late_temperature: self.late_temperature,
             root_policy_temperature: self.root_policy_temperature,
-            completed_q_policy: self.rules.completed_q_policy,
+            policy_target: self.rules.policy_target.into(),
             search: SearchConfig { mate_moves: self.rules.mate_search.mate_moves, ..SearchConfig::default() },
             full_search_probability: self.full_fraction,
             threads: self.threads,

@@ -60,9 +60,8 @@ pub struct Settings {
     /// Whether an allowed repetition is lost by the side that completed it (false: a draw);
     /// see `GameConfig::repeater_loses`.
     pub repeater_loses: bool,
-    /// Whether full searches record the completed-Q policy instead of visit fractions; see
-    /// `SelfPlayConfig::completed_q_policy`.
-    pub completed_q_policy: bool,
+    /// What full searches record as their policy target; see `SelfPlayConfig::policy_target`.
+    pub policy_target: xqz_mcts::PolicyTarget,
     /// The mate search of self-play searches; see `SearchConfig::mate_moves`.
     pub mate_moves: u32,
 }
@@ -79,7 +78,7 @@ impl Default for Settings {
             root_policy_temperature: xqz_mcts::SelfPlayConfig::default().root_policy_temperature,
             material_adjudication: 0,
             repeater_loses: false,
-            completed_q_policy: false,
+            policy_target: xqz_mcts::PolicyTarget::Visits,
             mate_moves: xqz_mcts::SearchConfig::default().mate_moves,
         }
     }

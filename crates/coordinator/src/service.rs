@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
+use xqz_proto::v1::PolicyTarget as ProtoPolicyTarget;
 use xqz_proto::v1::coordinator_server::Coordinator;
 use xqz_proto::v1::publish_model_chunk::Part;
 use xqz_proto::v1::*;
@@ -102,7 +103,11 @@ impl CoordinatorService {
             root_policy_temperature: s.root_policy_temperature,
             material_adjudication: s.material_adjudication,
             repeater_loses: s.repeater_loses,
-            completed_q_policy: s.completed_q_policy,
+            policy_target: match s.policy_target {
+                xqz_mcts::PolicyTarget::Visits => ProtoPolicyTarget::Visits,
+                xqz_mcts::PolicyTarget::CompletedQ => ProtoPolicyTarget::CompletedQ,
+                xqz_mcts::PolicyTarget::QSoftmax => ProtoPolicyTarget::QSoftmax,
+            } as i32,
             mate_moves: s.mate_moves,
         }
     }

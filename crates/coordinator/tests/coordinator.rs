@@ -188,7 +188,7 @@ async fn invalid_games_reject_the_whole_batch() {
 #[tokio::test]
 async fn a_worker_searches_as_the_coordinator_says() {
     let dir = tempfile::tempdir().unwrap();
-    let settings = Settings { mate_moves: 1, playouts: 24, completed_q_policy: true, ..short() };
+    let settings = Settings { mate_moves: 1, playouts: 24, policy_target: xqz_mcts::PolicyTarget::QSoftmax, ..short() };
     let server = Server::start(dir.path(), settings).await;
     let session = xqz_worker::remote::Session::connect(xqz_worker::remote::RemoteConfig {
         coordinator: format!("http://{}", server.running.addr()),
@@ -205,7 +205,10 @@ async fn a_worker_searches_as_the_coordinator_says() {
     .await
     .unwrap();
     let config = session.self_play_config().unwrap();
-    assert_eq!((config.search.mate_moves, config.playouts, config.completed_q_policy), (1, 24, true));
+    assert_eq!(
+        (config.search.mate_moves, config.playouts, config.policy_target),
+        (1, 24, xqz_mcts::PolicyTarget::QSoftmax)
+    );
     assert_eq!(config.game.max_plies, Some(2));
     server.stop().await;
 }

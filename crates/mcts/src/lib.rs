@@ -24,6 +24,7 @@ mod tree;
 pub use evaluator::{EvalError, Evaluation, Evaluator, MaterialEvaluator, UniformEvaluator};
 pub use search::{search, search_until};
 pub use selfplay::{
-    PlyRecord, ResignConfig, Resignation, SelfPlayConfig, SelfPlayGame, SelfPlayStats, game_seed, replay, self_play,
+    PlyRecord, PolicyTarget, ResignConfig, Resignation, SelfPlayConfig, SelfPlayGame, SelfPlayStats, game_seed, replay,
+    self_play,
 };
 pub use tree::{Line, PendingLeaf, RootStats, SearchConfig, Selection, Tree};

@@ -18,7 +18,7 @@ use xiangqi::{Color, Move};
 
 use crate::evaluator::{EvalError, Evaluator};
 use crate::search::{collect_leaves, evaluate_leaves};
-use crate::tree::{PendingLeaf, SearchConfig, Tree};
+use crate::tree::{PendingLeaf, RootStats, SearchConfig, Tree};
 
 /// When a side gives up.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -65,10 +65,8 @@ pub struct SelfPlayConfig {
     /// visits, and so the policy target, lose the prior's tail, and training on them sharpens
     /// the policy move after move until self-play only repeats itself.
     pub root_policy_temperature: f32,
-    /// The policy target of a full search: Gumbel MuZero's completed-Q policy
-    /// ([`RootStats::completed_q_policy`](crate::RootStats::completed_q_policy)) instead of the
-    /// visit fractions.
-    pub completed_q_policy: bool,
+    /// The policy target of a full search.
+    pub policy_target: PolicyTarget,
     /// Resignation; `None` plays every game to its end.
     pub resign: Option<ResignConfig>,
     /// Rules and limits of the games.
@@ -96,13 +94,36 @@ impl Default for SelfPlayConfig {
             temperature_plies: 20,
             late_temperature: 1.0,
             root_policy_temperature: 1.0,
-            completed_q_policy: false,
+            policy_target: PolicyTarget::Visits,
             resign: Some(ResignConfig::default()),
             game: GameConfig { max_plies: Some(300), ..GameConfig::default() },
             reuse_tree: true,
             games_per_thread: 32,
             threads: 1,
             seed: 0,
+        }
+    }
+}
+
+/// What a full search records as its policy target.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum PolicyTarget {
+    /// The visit fractions (AlphaZero).
+    #[default]
+    Visits,
+    /// Gumbel MuZero's completed-Q policy ([`RootStats::completed_q_policy`]).
+    CompletedQ,
+    /// The completed-Q policy without the prior ([`RootStats::q_softmax_policy`]).
+    QSoftmax,
+}
+
+impl PolicyTarget {
+    /// The target of a search whose root is `root`, with the network's `priors` (before noise).
+    pub fn of(self, root: &RootStats, priors: &[f32]) -> Vec<(Move, f32)> {
+        match self {
+            PolicyTarget::Visits => root.policy(),
+            PolicyTarget::CompletedQ => root.completed_q_policy(priors),
+            PolicyTarget::QSoftmax => root.q_softmax_policy(priors),
         }
     }
 }
@@ -118,8 +139,8 @@ pub fn game_seed(base: u64, index: u64) -> u64 {
 /// The search made before one move.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlyRecord {
-    /// The policy target when `full_search`: the visit fractions of the legal moves, or the
-    /// completed-Q policy ([`SelfPlayConfig::completed_q_policy`]).
+    /// The policy target when `full_search` ([`SelfPlayConfig::policy_target`]), over the
+    /// legal moves.
     pub policy: Vec<(Move, f32)>,
     /// The search's win/draw/loss for the side to move.
     pub root_wdl: [f32; 3],
@@ -280,8 +301,7 @@ impl Slot {
         let temperature =
             if (ply as u32) < config.temperature_plies { config.temperature } else { config.late_temperature };
         let mv = root.sample_move(temperature, &mut self.rng).expect("an ongoing game has moves");
-        let policy =
-            if self.full && config.completed_q_policy { root.completed_q_policy(&self.priors) } else { root.policy() };
+        let policy = if self.full { config.policy_target.of(&root, &self.priors) } else { root.policy() };
         self.plies.push(PlyRecord { policy, root_wdl: root.wdl, full_search: self.full, playouts: root.playouts() });
         if let Some(resign) = config.resign {
             let streak = &mut self.streak[side.index()];

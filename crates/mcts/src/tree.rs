@@ -225,6 +225,22 @@ impl RootStats {
     /// # Panics
     /// If `priors` has not one entry per root move.
     pub fn completed_q_policy(&self, priors: &[f32]) -> Vec<(Move, f32)> {
+        self.softmax_of_completed_q(priors, true)
+    }
+
+    /// `softmax(sigma(q))`: the completed-Q policy without the log prior, so the searched values
+    /// alone (the priors only complete the unvisited moves' `q` and choose what was visited).
+    /// A policy trained on it learns what the search found, not what the network already liked:
+    /// with few playouts the completed-Q policy is mostly the prior, and a young network's
+    /// preferences, random or learnt from that echo, are kept however the search rates them.
+    ///
+    /// # Panics
+    /// If `priors` has not one entry per root move.
+    pub fn q_softmax_policy(&self, priors: &[f32]) -> Vec<(Move, f32)> {
+        self.softmax_of_completed_q(priors, false)
+    }
+
+    fn softmax_of_completed_q(&self, priors: &[f32], with_prior: bool) -> Vec<(Move, f32)> {
         const C_VISIT: f32 = 50.0;
         const C_SCALE: f32 = 0.1;
         assert_eq!(priors.len(), self.children.len(), "one prior per root move");
@@ -241,7 +257,10 @@ impl RootStats {
         let logits: Vec<f32> = priors
             .iter()
             .zip(&self.values)
-            .map(|(&p, q)| p.max(1e-8).ln() + scale * (q.unwrap_or(unvisited) + 1.0) / 2.0)
+            .map(|(&p, q)| {
+                let prior = if with_prior { p.max(1e-8).ln() } else { 0.0 };
+                prior + scale * (q.unwrap_or(unvisited) + 1.0) / 2.0
+            })
             .collect();
         let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
         let weights: Vec<f32> = logits.iter().map(|l| (l - top).exp()).collect();

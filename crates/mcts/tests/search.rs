@@ -616,3 +616,37 @@ fn the_completed_q_policy_moves_prior_mass_by_the_searched_values_only() {
     let top = policy.iter().max_by(|x, y| x.1.total_cmp(&y.1)).unwrap();
     assert_eq!(top.0, mv("a0a2"));
 }
+
+#[test]
+fn the_q_softmax_policy_follows_the_searched_values_whatever_the_prior_likes() {
+    let [a, b, c] = [mv("h2e2"), mv("b2e2"), mv("h0g2")];
+    // The prior likes a; the search found it worst.
+    let root = RootStats {
+        children: vec![(a, 3, 0.97), (b, 1, 0.015), (c, 0, 0.015)],
+        values: vec![Some(-0.5), Some(0.5), None],
+        wdl: [0.3, 0.3, 0.4],
+        draws: vec![false; 3],
+        mates: vec![None; 3],
+        refuted: vec![false; 3],
+    };
+    let priors = [0.97, 0.015, 0.015];
+    let policy: Vec<f32> = root.q_softmax_policy(&priors).iter().map(|e| e.1).collect();
+    assert!((policy.iter().sum::<f32>() - 1.0).abs() < 1e-6);
+    // Logits are sigma(q) alone: b is worth 5.3 / 2 more than a, and c, unvisited, sits at the
+    // prior-weighted mean of the visited values, (-0.485 + 0.0075) / 0.985.
+    let logit = |i: usize| policy[i].ln();
+    assert!((logit(1) - logit(0) - 5.3 / 2.0).abs() < 1e-4);
+    assert!((logit(2) - logit(0) - 5.3 * (-0.4775 / 0.985 + 0.5) / 2.0).abs() < 1e-4);
+    assert!(policy[1] > policy[2] && policy[2] > policy[0]);
+    // The completed-Q policy of the same search still prefers a, for its prior.
+    let completed = root.completed_q_policy(&priors);
+    assert!(completed[0].1 > completed[1].1);
+
+    // Where the search finds nothing to tell the moves apart, the target is uniform.
+    let mut tree = Tree::new(Game::new(GameConfig::default()));
+    search(&mut tree, &mut UniformEvaluator, 64, &SearchConfig::default()).unwrap();
+    let root = tree.root();
+    let skewed: Vec<f32> = (0..root.children.len()).map(|i| if i == 0 { 0.9 } else { 0.1 / 43.0 }).collect();
+    let uniform = 1.0 / root.children.len() as f32;
+    assert!(root.q_softmax_policy(&skewed).iter().all(|(_, p)| (p - uniform).abs() < 1e-6));
+}

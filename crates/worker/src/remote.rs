@@ -35,11 +35,11 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
 use xiangqi::game::{GameConfig, Ruleset};
-use xqz_mcts::{EvalError, Evaluator, SearchConfig, SelfPlayConfig, self_play};
+use xqz_mcts::{EvalError, Evaluator, PolicyTarget, SearchConfig, SelfPlayConfig, self_play};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{
-    DownloadModelRequest, GameSubmission, HeartbeatRequest, ModelAnnouncement, RegisterRequest, SelfPlaySettings,
-    SubmitGamesRequest, WatchModelsRequest,
+    DownloadModelRequest, GameSubmission, HeartbeatRequest, ModelAnnouncement, PolicyTarget as ProtoPolicyTarget,
+    RegisterRequest, SelfPlaySettings, SubmitGamesRequest, WatchModelsRequest,
 };
 
 use crate::backoff::Backoff;
@@ -253,7 +253,12 @@ impl Session {
             late_temperature: s.late_temperature,
             // 0 is what a coordinator without the field sends.
             root_policy_temperature: if s.root_policy_temperature == 0.0 { 1.0 } else { s.root_policy_temperature },
-            completed_q_policy: s.completed_q_policy,
+            policy_target: match ProtoPolicyTarget::try_from(s.policy_target) {
+                Ok(ProtoPolicyTarget::Visits) => PolicyTarget::Visits,
+                Ok(ProtoPolicyTarget::CompletedQ) => PolicyTarget::CompletedQ,
+                Ok(ProtoPolicyTarget::QSoftmax) => PolicyTarget::QSoftmax,
+                Err(_) => return Err(RemoteError::Settings(format!("unknown policy target {}", s.policy_target))),
+            },
             search: SearchConfig {
                 mate_moves: if s.mate_moves == 0 { SearchConfig::default().mate_moves } else { s.mate_moves },
                 ..SearchConfig::default()
