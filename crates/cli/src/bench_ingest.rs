@@ -83,7 +83,7 @@ pub fn run(args: &IngestArgs) -> Result<()> {
             (0..args.games)
                 .map(|_| {
                     let (game, samples) = random_game(&mut rng, rand::random(), &config);
-                    xqz_proto::encode_game(&game, &samples)
+                    xqz_proto::wire::encode_game(&game, &samples)
                 })
                 .collect()
         })

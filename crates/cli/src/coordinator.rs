@@ -4,19 +4,21 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use clap::Args;
-use xiangqi::game::Ruleset;
-use xqz_coordinator::{CoordinatorConfig, Settings};
+use clap::{ArgMatches, Args};
+use serde::{Deserialize, Serialize};
+use xqz_coordinator::CoordinatorConfig;
+use xqz_mcts::PlaySettings;
 
-use crate::selfplay::SelfPlayRules;
+use crate::settings::{SettingsFile, override_with};
 
 /// Options of `xqz coordinator`.
 #[derive(Args, Debug)]
 pub struct CoordinatorArgs {
-    /// gRPC address to listen on (port 0 picks a free port; the bound address is printed).
+    /// gRPC address to listen on (port 0 picks a free port; the bound address is printed and
+    /// written to --ready-file).
     #[arg(long)]
     listen: SocketAddr,
-    /// Data folder: dataset/, models/ and the idempotency log.
+    /// Data folder: dataset/, models/, the settings history and the idempotency log.
     #[arg(long)]
     data: PathBuf,
     /// Bearer token every call must carry (none: no authentication).
@@ -25,27 +27,25 @@ pub struct CoordinatorArgs {
     /// Address of the Prometheus metrics endpoint (plain HTTP), if any.
     #[arg(long)]
     metrics: Option<SocketAddr>,
-    /// Repetition rules the games are adjudicated under: chinese2011, wxf or simple.
-    #[arg(long, default_value = "chinese2011")]
-    ruleset: Ruleset,
-    /// Game length cap in plies (a max_length draw when reached; 0: no cap).
-    #[arg(long, default_value_t = 300)]
-    max_plies: u32,
-    /// Playouts of a full search, for the workers.
-    #[arg(long, default_value_t = 200)]
-    playouts: u32,
-    /// Playouts of a cheap search, for the workers.
-    #[arg(long, default_value_t = 40)]
-    cheap_playouts: u32,
-    /// Move temperature after the opening plies, for the workers (0: the most visited move).
-    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().late_temperature)]
-    late_temperature: f32,
-    /// Softmax temperature of the network's priors at the root of full self-play searches (above
-    /// 1 flattens them against the policy's collapse with few playouts).
-    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_temperature)]
-    root_policy_temperature: f32,
+    /// A settings file (TOML; its [play] section), such as a run folder's settings.toml; flags
+    /// given on the command line override it.
+    #[arg(long)]
+    settings: Option<PathBuf>,
+    /// Once serving, write `{"listen": ADDR, "metrics": ADDR or null}` to this file (for programs
+    /// that start the coordinator).
+    #[arg(long)]
+    ready_file: Option<PathBuf>,
     #[command(flatten)]
-    rules: SelfPlayRules,
+    play: PlaySettings,
+}
+
+/// What `--ready-file` holds.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Ready {
+    /// The bound gRPC address.
+    pub listen: SocketAddr,
+    /// The bound metrics address, if any.
+    pub metrics: Option<SocketAddr>,
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.
@@ -67,24 +67,24 @@ async fn stop_signal() {
     drop(tokio::signal::ctrl_c().await);
 }
 
+/// The play settings of `xqz coordinator`: the file's, or the defaults, with the flags given on
+/// the command line (`given`) over them; checked.
+fn settings(args: &CoordinatorArgs, given: &ArgMatches) -> Result<PlaySettings> {
+    let base = match &args.settings {
+        Some(path) => SettingsFile::load(path)?.play,
+        None => PlaySettings::default(),
+    };
+    let (settings, _) = override_with(&base, &args.play, given)?;
+    settings.validate()?;
+    Ok(settings)
+}
+
 /// Runs `xqz coordinator`.
-pub fn run(args: &CoordinatorArgs) -> Result<()> {
+pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     let mut config = CoordinatorConfig::new(args.listen, &args.data);
     config.token = args.token.clone().filter(|t| !t.is_empty());
     config.metrics = args.metrics;
-    config.settings = Settings {
-        ruleset: args.ruleset,
-        max_plies: args.max_plies,
-        playouts: args.playouts,
-        cheap_playouts: args.cheap_playouts,
-        late_temperature: args.late_temperature,
-        root_policy_temperature: args.root_policy_temperature,
-        material_adjudication: args.rules.material_adjudication,
-        repeater_loses: args.rules.repeater_loses,
-        policy_target: args.rules.policy_target.into(),
-        mate_moves: args.rules.mate_search.mate_moves,
-        ..Settings::default()
-    };
+    config.settings = settings(args, given)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     runtime.block_on(async {
         let running = xqz_coordinator::serve(config, stop_signal()).await.with_context(|| {
@@ -93,6 +93,12 @@ pub fn run(args: &CoordinatorArgs) -> Result<()> {
         println!("listening on {}", running.addr());
         if let Some(metrics) = running.metrics_addr() {
             println!("metrics on http://{metrics}/metrics");
+        }
+        if let Some(path) = &args.ready_file {
+            let ready = Ready { listen: running.addr(), metrics: running.metrics_addr() };
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, serde_json::to_string(&ready)?).with_context(|| format!("write {}", tmp.display()))?;
+            std::fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))?;
         }
         running.wait().await.context("coordinator stopped with an error")?;
         eprintln!("coordinator stopped");

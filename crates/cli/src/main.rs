@@ -10,6 +10,7 @@ mod pipeline;
 mod plot;
 mod results;
 mod selfplay;
+mod settings;
 mod strength;
 mod train;
 mod uci;
@@ -19,7 +20,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use xiangqi::game::{Game, GameConfig, Ruleset};
 use xiangqi::{Position, START_FEN, divide, perft};
 
@@ -99,7 +100,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse().command) {
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // Which flags were given, not defaulted: settings files yield to those alone.
+    let given = matches.subcommand().map(|(_, m)| m.clone()).unwrap_or_default();
+    match run(cli.command, &given) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("error: {err:#}");
@@ -108,7 +113,7 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command) -> Result<()> {
+fn run(command: Command, given: &ArgMatches) -> Result<()> {
     match command {
         Command::Perft { fen, depth, divide: split } => run_perft(&fen, depth, split),
         Command::Adjudicate {
@@ -132,10 +137,10 @@ fn run(command: Command) -> Result<()> {
         Command::Data { command } => data::run(command),
         Command::Bench { command } => bench::run(command),
         Command::Selfplay(args) => selfplay::run(&args),
-        Command::Coordinator(args) => coordinator::run(&args),
+        Command::Coordinator(args) => coordinator::run(&args, given),
         Command::Worker(args) => worker::run(args),
-        Command::Train(args) => train::run(&args),
-        Command::Run(args) => pipeline::run(&args),
+        Command::Train(args) => train::run(&args, given),
+        Command::Run(args) => pipeline::run(&args, given),
         Command::Uci(args) => uci::run(&args),
         Command::Eval { command } => eval::run(command),
     }

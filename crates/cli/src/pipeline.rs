@@ -3,25 +3,30 @@
 //! a clean stop on Ctrl-C or when the time is up, resumption under the same name, and a plot of
 //! the losses.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use clap::Args;
+use clap::{ArgMatches, Args};
 use indicatif::{ProgressBar, ProgressStyle};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use xqz_mcts::PlaySettings;
 use xqz_proto::v1::GetStatsRequest;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
+use xqz_trainer::TrainSettings;
+
+use crate::coordinator::Ready;
+use crate::settings::{SettingsFile, override_with};
 
 /// Options of `xqz run`.
 #[derive(Args)]
 pub struct RunArgs {
-    /// The run's name: its folder is `runs/<name>/`; an existing run is resumed.
+    /// The run's name: its folder is `runs/<name>/`; an existing run is resumed, with the settings
+    /// in its settings.toml.
     #[arg(long, default_value = "default")]
     name: String,
     /// Folder that holds the runs.
@@ -33,67 +38,12 @@ pub struct RunArgs {
     /// Self-play worker processes.
     #[arg(long, default_value_t = 1)]
     workers: usize,
-    /// Model config: tiny or small (or standard on a GPU, or a .toml file).
-    #[arg(long, default_value = "small")]
-    model: String,
     /// Device of the workers and the trainer: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
     device: String,
-    /// Playouts of a full search.
-    #[arg(long, default_value_t = 200)]
-    playouts: u32,
-    /// Playouts of a cheap search.
-    #[arg(long, default_value_t = 40)]
-    cheap_playouts: u32,
-    /// Move temperature of self-play after the opening plies (0: the most visited move).
-    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().late_temperature)]
-    late_temperature: f32,
-    /// Softmax temperature of the network's priors at the root of full self-play searches (above
-    /// 1 flattens them against the policy's collapse with few playouts).
-    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_temperature)]
-    root_policy_temperature: f32,
-    /// Game length cap in plies (0: no cap).
-    #[arg(long, default_value_t = 300)]
-    max_plies: u32,
-    #[command(flatten)]
-    rules: crate::selfplay::SelfPlayRules,
-    /// Rows per training step.
-    #[arg(long, default_value_t = 256)]
-    batch_size: usize,
-    /// Samples in the dataset before training starts.
-    #[arg(long, default_value_t = 4096)]
-    min_samples: usize,
-    /// Learning-rate schedule `STEP:RATE,...` (from each step on, its rate).
-    #[arg(long, default_value = crate::train::LR_SCHEDULE)]
-    lr_schedule: String,
-    /// Training samples per self-play sample.
-    #[arg(long, default_value_t = 4.0)]
-    samples_per_sample: f64,
-    /// Share of the search's root estimate in the value target, 0 to 1 (the rest is the game's
-    /// result).
-    #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_ratio)]
-    value_q_ratio: f32,
-    /// Share of a uniform spread over the recorded (legal) moves in the policy target, 0 to 1
-    /// (the rest is the search's visits).
-    #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_ratio)]
-    policy_smoothing: f32,
-    /// Share of a material estimate of the position in the value target, 0 to 1 (knowledge put
-    /// in, not learnt: it keeps more material better where won games' results saturate).
-    #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_ratio)]
-    material_target: f32,
-    /// Plies over which the game result's share of the value target fades, the search's root
-    /// estimate taking the rest (TD(lambda)-like; 0: the share does not fade).
-    #[arg(long, default_value_t = 0.0, value_parser = crate::train::parse_horizon)]
-    result_horizon: f32,
-    /// Steps between published models.
-    #[arg(long, default_value_t = 200)]
-    publish_every: u64,
     /// Games each worker thread plays at once.
     #[arg(long, default_value_t = 32)]
     games_per_thread: usize,
-    /// Seed of the trainer.
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
     /// Games of each strength match of a new model against the previous and the first one
     /// (0 turns strength tracking off).
     #[arg(long, default_value_t = 10)]
@@ -101,6 +51,14 @@ pub struct RunArgs {
     /// Playouts per move in strength matches.
     #[arg(long, default_value_t = 32)]
     match_playouts: u32,
+    /// Resuming with a flag that contradicts the run's settings.toml changes the setting (and
+    /// the file) instead of refusing.
+    #[arg(long = "override")]
+    override_settings: bool,
+    #[command(flatten)]
+    play: PlaySettings,
+    #[command(flatten)]
+    train: TrainSettings,
 }
 
 /// A role's process; asked to stop with SIGTERM, killed if it does not.
@@ -114,7 +72,7 @@ impl Role {
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
         let child = Command::new(std::env::current_exe()?)
             .args(args)
-            .stdout(Stdio::piped())
+            .stdout(log_file.try_clone()?)
             .stderr(log_file)
             .spawn()
             .with_context(|| format!("start the {name}"))?;
@@ -147,63 +105,111 @@ impl Drop for Role {
     }
 }
 
-/// Copies a child's stdout to `log`, handing each line to `on_line`.
-fn follow(child: &mut Child, log: PathBuf, mut on_line: impl FnMut(&str) + Send + 'static) -> Result<()> {
-    use std::io::Write;
-    let stdout = child.stdout.take().context("child stdout")?;
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = writeln!(file, "{line}");
-            on_line(&line);
-        }
-    });
-    Ok(())
+/// The run's settings: those of its settings.toml when it has one, with the flags given on the
+/// command line (`given`) over them, which must agree with the file unless `--override` is given
+/// (then the file is updated and the change logged); for a new run, the defaults and the flags.
+/// Checked, and stored in the run folder.
+fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path, log: &Path) -> Result<SettingsFile> {
+    let stored = path.exists().then(|| SettingsFile::load(path)).transpose()?;
+    let base = stored.clone().unwrap_or_default();
+    let (play, mut changes) = override_with(&base.play, &args.play, given)?;
+    let (train, train_changes) = override_with(&base.train, &args.train, given)?;
+    changes.extend(train_changes);
+    let settings = SettingsFile { play, train };
+    settings.play.validate()?;
+    settings.train.validate()?;
+    if stored.is_some() && !changes.is_empty() {
+        let list = changes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        anyhow::ensure!(
+            args.override_settings,
+            "{list}: the run's settings in {} say otherwise; pass --override to change them, or start a run \
+             under another --name",
+            path.display()
+        );
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+        use std::io::Write;
+        writeln!(file, "{}: changed by --override: {list}", unix_now())?;
+        println!("settings changed by --override: {list}");
+    }
+    if stored.as_ref() != Some(&settings) {
+        settings.save(path)?;
+    }
+    Ok(settings)
 }
 
-pub fn run(args: &RunArgs) -> Result<()> {
-    // Checked here too: the trainer child would otherwise fail after the others started.
-    crate::train::parse_schedule(&args.lr_schedule)?;
+/// Seconds since the Unix epoch, for log lines.
+fn unix_now() -> String {
+    let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    format!("unix {}", since.as_secs())
+}
+
+/// Waits for the coordinator's ready file, as long as the coordinator is running.
+fn wait_ready(coordinator: &mut Role, path: &Path, timeout: Duration) -> Result<Ready> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return serde_json::from_str(&text).with_context(|| format!("ready file {}", path.display()));
+        }
+        if let Some(status) = coordinator.child.try_wait()? {
+            anyhow::bail!("the coordinator exited ({status}) before it was ready; see its log");
+        }
+        anyhow::ensure!(Instant::now() < deadline, "the coordinator was not ready in {timeout:?}; see its log");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The trainer's last step, from the last row of its `metrics.csv`.
+fn last_step(metrics: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(metrics).ok()?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next()?.split(',').collect();
+    let row: Vec<&str> = lines.next_back()?.split(',').collect();
+    let field = |name: &str| header.iter().position(|h| *h == name).and_then(|i| row.get(i)).copied();
+    Some(format!(
+        "step {} policy {} value {} lr {}",
+        field("step")?,
+        field("policy_loss")?,
+        field("value_loss")?,
+        field("learning_rate")?
+    ))
+}
+
+pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     let dir = args.runs.join(&args.name);
     for sub in ["coordinator", "trainer", "logs"] {
         std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("create {}", dir.join(sub).display()))?;
     }
     let logs = dir.join("logs");
     let resumed = dir.join("trainer/metrics.csv").exists();
+    let settings_path = dir.join("settings.toml");
+    let settings = run_settings(args, given, &settings_path, &logs.join("settings.log"))?;
     println!("run {} in {}{}", args.name, dir.display(), if resumed { " (resumed)" } else { "" });
+    let settings_arg = settings_path.display().to_string();
 
     // The coordinator first: the others need its address.
-    let mut coordinator_args: Vec<String> = vec![
-        "coordinator".into(),
-        "--listen".into(),
-        "127.0.0.1:0".into(),
-        "--data".into(),
-        dir.join("coordinator").display().to_string(),
-        "--max-plies".into(),
-        args.max_plies.to_string(),
-        "--playouts".into(),
-        args.playouts.to_string(),
-        "--cheap-playouts".into(),
-        args.cheap_playouts.to_string(),
-        "--late-temperature".into(),
-        args.late_temperature.to_string(),
-        "--root-policy-temperature".into(),
-        args.root_policy_temperature.to_string(),
-    ];
-    coordinator_args.extend(args.rules.to_args());
-    let mut coordinator = Role::spawn("coordinator", &coordinator_args, &logs.join("coordinator.log"))?;
-    let (addr_tx, addr_rx) = std::sync::mpsc::channel();
-    follow(&mut coordinator.child, logs.join("coordinator.log"), move |line| {
-        if let Some(addr) = line.strip_prefix("listening on ") {
-            let _ = addr_tx.send(addr.trim().to_string());
-        }
-    })?;
-    let addr = addr_rx.recv_timeout(Duration::from_secs(60)).context("the coordinator did not start; see its log")?;
-    let url = format!("http://{addr}");
+    let ready_file = logs.join("coordinator.ready");
+    let _ = std::fs::remove_file(&ready_file);
+    let mut coordinator = Role::spawn(
+        "coordinator",
+        &[
+            "coordinator".into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--data".into(),
+            dir.join("coordinator").display().to_string(),
+            "--settings".into(),
+            settings_arg.clone(),
+            "--ready-file".into(),
+            ready_file.display().to_string(),
+        ],
+        &logs.join("coordinator.log"),
+    )?;
+    let ready = wait_ready(&mut coordinator, &ready_file, Duration::from_secs(60))?;
+    let url = format!("http://{}", ready.listen);
 
     let mut workers = Vec::new();
     for i in 0..args.workers {
-        let mut worker = Role::spawn(
+        let worker = Role::spawn(
             "worker",
             &[
                 "worker".into(),
@@ -212,7 +218,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
                 "--dir".into(),
                 dir.join(format!("worker-{i}")).display().to_string(),
                 "--init-model".into(),
-                args.model.clone(),
+                settings.train.model.clone(),
                 "--device".into(),
                 args.device.clone(),
                 "--threads".into(),
@@ -222,7 +228,6 @@ pub fn run(args: &RunArgs) -> Result<()> {
             ],
             &logs.join(format!("worker-{i}.log")),
         )?;
-        follow(&mut worker.child, logs.join(format!("worker-{i}.log")), |_| {})?;
         workers.push(worker);
     }
     let mut trainer = Role::spawn(
@@ -235,46 +240,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
             dir.join("coordinator/dataset").display().to_string(),
             "--run".into(),
             dir.join("trainer").display().to_string(),
-            "--model".into(),
-            args.model.clone(),
             "--device".into(),
             args.device.clone(),
-            "--batch-size".into(),
-            args.batch_size.to_string(),
-            "--min-samples".into(),
-            args.min_samples.to_string(),
-            "--samples-per-sample".into(),
-            args.samples_per_sample.to_string(),
-            "--lr-schedule".into(),
-            args.lr_schedule.clone(),
-            "--value-q-ratio".into(),
-            args.value_q_ratio.to_string(),
-            "--policy-smoothing".into(),
-            args.policy_smoothing.to_string(),
-            "--result-horizon".into(),
-            args.result_horizon.to_string(),
-            "--material-target".into(),
-            args.material_target.to_string(),
-            "--publish-every".into(),
-            args.publish_every.to_string(),
-            "--checkpoint-every".into(),
-            args.publish_every.min(100).to_string(),
-            "--seed".into(),
-            args.seed.to_string(),
+            "--settings".into(),
+            settings_arg,
             "--log-every".into(),
             "1".into(),
         ],
         &logs.join("trainer.log"),
     )?;
-    let last_step = Arc::new(std::sync::Mutex::new(String::from("waiting for data")));
-    {
-        let last_step = Arc::clone(&last_step);
-        follow(&mut trainer.child, logs.join("trainer.log"), move |line| {
-            if line.starts_with("step ") {
-                *last_step.lock().unwrap_or_else(|e| e.into_inner()) = line.to_string();
-            }
-        })?;
-    }
 
     let stop = Arc::new(AtomicBool::new(false));
     let tracking = Arc::new(AtomicBool::new(true));
@@ -285,7 +259,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             games: args.match_games.div_ceil(2) * 2,
             playouts: args.match_playouts,
             device: xqz_net::parse_device(&args.device)?,
-            model: xqz_net::ModelConfig::resolve(&args.model)?,
+            model: xqz_net::ModelConfig::resolve(&settings.train.model)?,
         };
         let tracking = Arc::clone(&tracking);
         Some(std::thread::spawn(move || tracker.run(&tracking)))
@@ -321,7 +295,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             let rate = previous
                 .map_or(0.0, |(t, s)| (stats.samples - s) as f64 / now.duration_since(t).as_secs_f64().max(1e-9));
             previous = Some((now, stats.samples));
-            let step = last_step.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let step = last_step(&dir.join("trainer/metrics.csv")).unwrap_or_else(|| "waiting for data".into());
             bar.set_message(format!(
                 "model v{} | {} games, {} positions ({rate:.0}/s) | {step}",
                 stats.latest_model_version, stats.games, stats.samples

@@ -4,10 +4,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
-use xiangqi::game::{GameConfig, Ruleset};
-use xqz_mcts::{PolicyTarget, ResignConfig, SearchConfig, SelfPlayConfig, UniformEvaluator};
+use xqz_mcts::{PlaySettings, SearchConfig, UniformEvaluator};
 use xqz_net::service::{InferenceService, ServiceConfig};
 use xqz_net::{ModelConfig, Network, checkpoint, parse_device};
 use xqz_worker::{LocalReport, LocalSelfPlay, play_into};
@@ -24,68 +23,6 @@ pub struct MateSearch {
 impl Default for MateSearch {
     fn default() -> MateSearch {
         MateSearch { mate_moves: SearchConfig::default().mate_moves }
-    }
-}
-
-/// Self-play's own rules, which evaluation matches do not use: adjudications that end games the
-/// rules would draw, and the policy target; and its mate search. Shared by `selfplay`,
-/// `coordinator` and `run`.
-#[derive(Args, Clone, Debug, Default)]
-pub struct SelfPlayRules {
-    /// Material lead in pawns that wins a self-play game reaching the natural move limit or
-    /// --max-plies (0: such games are draws, as under the rules).
-    #[arg(long, default_value_t = 0)]
-    pub material_adjudication: u32,
-    /// A self-play repetition the rules call a draw is lost by the side that completed it, so
-    /// that neither side learns to shuffle (evaluation matches keep the rules' draws).
-    #[arg(long)]
-    pub repeater_loses: bool,
-    /// What full searches record as the policy target: the visit fractions, Gumbel MuZero's
-    /// completed-Q policy (the priors shifted by the searched values), or the softmax of the
-    /// searched values alone (q-softmax).
-    #[arg(long, value_enum, default_value_t = PolicyTargetArg::Visits)]
-    pub policy_target: PolicyTargetArg,
-    #[command(flatten)]
-    pub mate_search: MateSearch,
-}
-
-impl SelfPlayRules {
-    /// The same rules as command-line flags, for a child process.
-    pub fn to_args(&self) -> Vec<String> {
-        let mut args = vec![
-            "--material-adjudication".to_string(),
-            self.material_adjudication.to_string(),
-            "--mate-moves".to_string(),
-            self.mate_search.mate_moves.to_string(),
-            "--policy-target".to_string(),
-            self.policy_target.to_possible_value().expect("no variant is skipped").get_name().to_string(),
-        ];
-        if self.repeater_loses {
-            args.push("--repeater-loses".into());
-        }
-        args
-    }
-}
-
-/// [`PolicyTarget`] as a command-line value.
-#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum PolicyTargetArg {
-    /// The visit fractions.
-    #[default]
-    Visits,
-    /// Gumbel MuZero's completed-Q policy.
-    CompletedQ,
-    /// The softmax of the searched values alone.
-    QSoftmax,
-}
-
-impl From<PolicyTargetArg> for PolicyTarget {
-    fn from(arg: PolicyTargetArg) -> PolicyTarget {
-        match arg {
-            PolicyTargetArg::Visits => PolicyTarget::Visits,
-            PolicyTargetArg::CompletedQ => PolicyTarget::CompletedQ,
-            PolicyTargetArg::QSoftmax => PolicyTarget::QSoftmax,
-        }
     }
 }
 
@@ -112,22 +49,6 @@ pub struct SelfPlayArgs {
     /// Games to play.
     #[arg(long)]
     games: u64,
-    /// Playouts of a full search.
-    #[arg(long, default_value_t = 200)]
-    playouts: u32,
-    /// Playouts of a cheap search (playout cap randomization).
-    #[arg(long, default_value_t = 40)]
-    cheap_playouts: u32,
-    /// Move temperature after the opening plies (0: the most visited move).
-    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().late_temperature)]
-    late_temperature: f32,
-    /// Softmax temperature of the network's priors at the root of full self-play searches (above
-    /// 1 flattens them against the policy's collapse with few playouts).
-    #[arg(long, default_value_t = xqz_mcts::SelfPlayConfig::default().root_policy_temperature, value_parser = crate::selfplay::parse_temperature)]
-    root_policy_temperature: f32,
-    /// Fraction of moves with a full search (1 turns playout cap randomization off).
-    #[arg(long, default_value_t = 0.25)]
-    full_fraction: f64,
     /// Dataset folder (created if missing; games are appended).
     #[arg(long)]
     out: PathBuf,
@@ -140,17 +61,8 @@ pub struct SelfPlayArgs {
     /// Seed of the run (game i plays with a seed derived from it).
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// Length cap in plies (a draw when reached; 0: no cap).
-    #[arg(long, default_value_t = 300)]
-    max_plies: u32,
-    /// Repetition rules: chinese2011, wxf or simple.
-    #[arg(long, default_value = "chinese2011")]
-    ruleset: Ruleset,
     #[command(flatten)]
-    rules: SelfPlayRules,
-    /// Play every game to its end.
-    #[arg(long)]
-    no_resign: bool,
+    play: PlaySettings,
     /// Device of the network: cpu, cuda, cuda:N or auto.
     #[arg(long, default_value = "auto")]
     device: String,
@@ -170,31 +82,6 @@ pub fn load_network(source: &ModelSource, device: &str) -> Result<Option<(Networ
     Ok(Some((Network::new(&ModelConfig::resolve(name)?, device), 0)))
 }
 
-impl SelfPlayArgs {
-    fn config(&self) -> SelfPlayConfig {
-        SelfPlayConfig {
-            playouts: self.playouts,
-            cheap_playouts: self.cheap_playouts,
-            late_temperature: self.late_temperature,
-            root_policy_temperature: self.root_policy_temperature,
-            policy_target: self.rules.policy_target.into(),
-            search: SearchConfig { mate_moves: self.rules.mate_search.mate_moves, ..SearchConfig::default() },
-            full_search_probability: self.full_fraction,
-            threads: self.threads,
-            games_per_thread: self.games_per_thread,
-            seed: self.seed,
-            resign: (!self.no_resign).then(ResignConfig::default),
-            game: GameConfig::self_play(
-                self.ruleset,
-                self.max_plies,
-                self.rules.material_adjudication,
-                self.rules.repeater_loses,
-            ),
-            ..SelfPlayConfig::default()
-        }
-    }
-}
-
 /// Parses a positive, finite temperature.
 pub fn parse_temperature(text: &str) -> Result<f32, String> {
     match text.parse::<f32>() {
@@ -204,9 +91,8 @@ pub fn parse_temperature(text: &str) -> Result<f32, String> {
 }
 
 pub fn run(args: &SelfPlayArgs) -> Result<()> {
-    anyhow::ensure!(args.playouts > 0 && args.cheap_playouts > 0, "playouts must be positive");
-    anyhow::ensure!((0.0..=1.0).contains(&args.full_fraction), "--full-fraction must lie in [0, 1]");
-    let config = args.config();
+    args.play.validate()?;
+    let config = args.play.self_play_config(args.threads, args.games_per_thread, args.seed);
     let network = load_network(&args.source, &args.device)?;
     let bar = ProgressBar::new(args.games);
     bar.set_style(

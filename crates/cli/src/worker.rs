@@ -9,7 +9,7 @@ use clap::Args;
 use tch::Device;
 use xqz_net::service::{Client, InferenceService, ServiceConfig};
 use xqz_net::{ModelConfig, Network, checkpoint, parse_device};
-use xqz_worker::remote::{ModelHost, RemoteConfig, Session};
+use xqz_worker::remote::{InstallError, ModelHost, RemoteConfig, Session};
 
 /// Options of `xqz worker`.
 #[derive(Args)]
@@ -56,9 +56,10 @@ impl ModelHost for NetHost {
         self.service.client()
     }
 
-    fn install(&self, path: &Path) -> Result<(), String> {
-        let (net, _) = checkpoint::load(path, self.device, None).map_err(|e| e.to_string())?;
-        self.service.swap(net).map_err(|e| e.to_string())
+    fn install(&self, path: &Path) -> Result<(), InstallError> {
+        let failed = |source: Box<dyn std::error::Error + Send + Sync>| InstallError { path: path.into(), source };
+        let (net, _) = checkpoint::load(path, self.device, None).map_err(|e| failed(e.into()))?;
+        self.service.swap(net).map_err(|e| failed(e.into()))
     }
 }
 

@@ -163,3 +163,41 @@ fn run_refuses_a_bad_learning_rate_schedule_before_starting_anything() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("step 0"), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!runs.path().join("bad").exists(), "no run folder for a run that never started");
 }
+
+#[test]
+fn the_coordinator_refuses_to_start_on_invalid_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let start = |flags: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_xqz"))
+            .args(["coordinator", "--listen", "127.0.0.1:0", "--data"])
+            .arg(dir.path())
+            .args(flags)
+            .output()
+            .unwrap()
+    };
+    for (flags, message) in [
+        (&["--playouts", "0"][..], "playouts = 0"),
+        (&["--cheap-playouts", "0"][..], "cheap_playouts = 0"),
+        (&["--full-search-probability", "1.5"][..], "full_search_probability = 1.5"),
+        (&["--late-temperature=-1"][..], "late_temperature = -1"),
+        (&["--resign-threshold", "-2"][..], "resign_threshold = -2"),
+        (&["--mate-moves", "9"][..], "mate_moves = 9"),
+        (&["--policy-target", "best"][..], "unknown policy target"),
+    ] {
+        let out = start(flags);
+        let error = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && error.contains(message), "{flags:?}: {error}");
+    }
+    // A settings file is checked the same way, and flags override it.
+    let file = dir.path().join("settings.toml");
+    std::fs::write(&file, "[play]\nplayouts = 0\n").unwrap();
+    let out = start(&["--settings", file.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("playouts = 0"));
+    std::fs::write(&file, "[play]\nplayout = 10\n").unwrap();
+    let out = start(&["--settings", file.to_str().unwrap()]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unknown field `playout`"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

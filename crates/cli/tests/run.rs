@@ -45,3 +45,49 @@ fn the_local_pipeline_publishes_models_that_workers_play() {
     assert!(strength.lines().nth(1).is_some_and(|l| l.starts_with("1,0,")), "{strength}");
     assert!(dir.join("strength.svg").exists());
 }
+
+/// `xqz run` for `minutes` in `runs` with the tiny net and extra `flags`.
+fn short_run(runs: &std::path::Path, flags: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["run", "--name", "kept", "--model", "tiny", "--device", "cpu", "--minutes", "0.05"])
+        .args(["--games-per-thread", "2", "--max-plies", "20", "--match-games", "0", "--runs"])
+        .arg(runs)
+        .args(flags)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn a_resumed_run_keeps_its_settings_unless_overridden() {
+    let runs = tempfile::tempdir().unwrap();
+    let settings = runs.path().join("kept/settings.toml");
+    let out = short_run(runs.path(), &["--playouts", "12", "--cheap-playouts", "4", "--policy-target", "q-softmax"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stored = std::fs::read_to_string(&settings).unwrap();
+    assert!(stored.contains("playouts = 12") && stored.contains("policy_target = \"q-softmax\""), "{stored}");
+    // The coordinator was handed the file: its settings history holds them as version 1.
+    let history = std::fs::read_to_string(runs.path().join("kept/coordinator/settings.json")).unwrap();
+    assert!(history.contains("\"playouts\": 12") && history.contains("\"version\": 1"), "{history}");
+
+    // Resumed without flags: the stored settings, unchanged.
+    let out = short_run(runs.path(), &[]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), stored);
+
+    // A contradicting flag is refused, naming both values, and changes nothing.
+    let out = short_run(runs.path(), &["--playouts", "20"]);
+    let error = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(error.contains("--playouts 20 (was playouts = 12)") && error.contains("--override"), "{error}");
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), stored);
+
+    // With --override the run proceeds under the new value, and says so in the file and the log.
+    let out = short_run(runs.path(), &["--playouts", "20", "--override"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let changed = std::fs::read_to_string(&settings).unwrap();
+    assert!(changed.contains("playouts = 20") && changed.contains("cheap_playouts = 4"), "{changed}");
+    let log = std::fs::read_to_string(runs.path().join("kept/logs/settings.log")).unwrap();
+    assert!(log.contains("--playouts 20 (was playouts = 12)"), "{log}");
+    let history = std::fs::read_to_string(runs.path().join("kept/coordinator/settings.json")).unwrap();
+    assert!(history.contains("\"playouts\": 20") && history.contains("\"version\": 2"), "{history}");
+}

@@ -3,7 +3,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use xqz_coordinator::{CoordinatorConfig, Settings, serve};
+use xqz_coordinator::{CoordinatorConfig, serve};
+use xqz_mcts::PlaySettings;
 use xqz_proto::v1::GetStatsRequest;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 
@@ -13,7 +14,7 @@ async fn a_worker_uploads_its_games_and_exits() {
     let worker_dir = tempfile::tempdir().unwrap();
     let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data.path());
     config.token = Some("secret".into());
-    config.settings = Settings { max_plies: 20, playouts: 8, cheap_playouts: 4, ..Settings::default() };
+    config.settings = PlaySettings { max_plies: 20, playouts: 8, cheap_playouts: 4, ..PlaySettings::default() };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = serve(config, async move {
         let _ = stopped.await;

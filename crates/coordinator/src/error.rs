@@ -31,6 +31,9 @@ pub enum CoordinatorError {
     /// The reflection service cannot be built from the descriptor set.
     #[error("reflection service: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
+    /// The play settings are out of range.
+    #[error(transparent)]
+    Settings(#[from] xqz_mcts::SettingsError),
     /// A background task panicked or was cancelled.
     #[error("background task: {0}")]
     Task(#[from] tokio::task::JoinError),

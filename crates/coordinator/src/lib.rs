@@ -5,13 +5,15 @@
 //! Prometheus metrics over plain HTTP.
 //!
 //! Data layout under the data folder: `dataset/` (an `xqz_dataset` dataset), `idempotency.log`
-//! (one JSON line per answered idempotency key, fsynced after the games' shard) and `models/`
+//! (one JSON line per answered idempotency key, fsynced after the games' shard), `settings.json`
+//! (every version of the play settings the folder's games were played under) and `models/`
 //! (`v<N>.safetensors`, `v<N>.json`, `registry.json`).
 
 mod error;
 mod metrics;
 mod registry;
 mod service;
+mod settings;
 mod store;
 mod validate;
 
@@ -26,63 +28,18 @@ use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::{Request, Status};
-use xiangqi::game::Ruleset;
+use xqz_mcts::PlaySettings;
 use xqz_proto::v1::coordinator_server::CoordinatorServer;
 
 pub use error::CoordinatorError;
 pub use service::CoordinatorService;
+pub use settings::SETTINGS_FILE;
 
 use crate::error::IoAt;
 use crate::registry::Registry;
 use crate::service::State;
+use crate::settings::SettingsHistory;
 use crate::store::Store;
-
-/// How games are to be played; submissions are adjudicated under these rules.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Settings {
-    /// The repetition rules.
-    pub ruleset: Ruleset,
-    /// The game length cap in plies (reaching it is a `max_length` draw; 0: no cap).
-    pub max_plies: u32,
-    /// Playouts of a full search.
-    pub playouts: u32,
-    /// Playouts of a cheap search.
-    pub cheap_playouts: u32,
-    /// Probability that a move gets a full search.
-    pub full_search_probability: f64,
-    /// Move temperature after the opening plies.
-    pub late_temperature: f32,
-    /// Softmax temperature of the priors at the root of full searches.
-    pub root_policy_temperature: f32,
-    /// Material lead in pawns that wins a game ending at a length limit (0: such games are
-    /// draws); see `GameConfig::material_adjudication`.
-    pub material_adjudication: u32,
-    /// Whether an allowed repetition is lost by the side that completed it (false: a draw);
-    /// see `GameConfig::repeater_loses`.
-    pub repeater_loses: bool,
-    /// What full searches record as their policy target; see `SelfPlayConfig::policy_target`.
-    pub policy_target: xqz_mcts::PolicyTarget,
-    /// The mate search of self-play searches; see `SearchConfig::mate_moves`.
-    pub mate_moves: u32,
-}
-
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings {
-            ruleset: Ruleset::Chinese2011,
-            max_plies: 300,
-            playouts: 200,
-            cheap_playouts: 40,
-            full_search_probability: 0.25,
-            late_temperature: xqz_mcts::SelfPlayConfig::default().late_temperature,
-            root_policy_temperature: xqz_mcts::SelfPlayConfig::default().root_policy_temperature,
-            material_adjudication: 0,
-            repeater_loses: false,
-            policy_target: xqz_mcts::PolicyTarget::Visits,
-            mate_moves: xqz_mcts::SearchConfig::default().mate_moves,
-        }
-    }
-}
 
 /// Size limits of requests.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,8 +76,8 @@ pub struct CoordinatorConfig {
     pub data_dir: PathBuf,
     /// The bearer token every coordinator call must carry, if any.
     pub token: Option<String>,
-    /// How games are played and adjudicated.
-    pub settings: Settings,
+    /// How games are played and adjudicated (checked when the coordinator starts).
+    pub settings: PlaySettings,
     /// Request size limits.
     pub limits: Limits,
 }
@@ -133,7 +90,7 @@ impl CoordinatorConfig {
             metrics: None,
             data_dir: data_dir.into(),
             token: None,
-            settings: Settings::default(),
+            settings: PlaySettings::default(),
             limits: Limits::default(),
         }
     }
@@ -182,19 +139,27 @@ fn check_token(token: Option<Arc<str>>) -> impl FnMut(Request<()>) -> Result<Req
     }
 }
 
-/// Opens the data folder, binds the addresses and serves until `shutdown` resolves; then stops
+/// Checks the settings, opens the data folder, binds the addresses and serves until `shutdown`
+/// resolves; then stops
 /// accepting calls, ends the model streams, lets running calls finish and closes the dataset.
 /// The health and reflection services need no token (probes and tools use them).
 pub async fn serve(
     config: CoordinatorConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Running, CoordinatorError> {
+    config.settings.validate()?;
     let data = config.data_dir.clone();
-    let (store, registry) = tokio::task::spawn_blocking(move || {
-        Ok::<_, CoordinatorError>((Store::open(&data)?, Registry::open(&data.join("models"))?))
+    let settings = config.settings.clone();
+    let (history, store, registry) = tokio::task::spawn_blocking(move || {
+        std::fs::create_dir_all(&data).at(&data)?;
+        Ok::<_, CoordinatorError>((
+            SettingsHistory::open(&data, &settings)?,
+            Store::open(&data)?,
+            Registry::open(&data.join("models"))?,
+        ))
     })
     .await??;
-    let state = Arc::new(State::new(config.settings, config.limits.clone(), store, registry));
+    let state = Arc::new(State::new(history, config.limits.clone(), store, registry));
     let listener = TcpListener::bind(config.listen).await.at(config.listen.to_string())?;
     let addr = listener.local_addr().at(config.listen.to_string())?;
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -88,6 +88,8 @@ impl Registry {
                 weights_bytes: entry.bytes,
                 published_by: entry.publisher,
                 published_ms: entry.published_ms,
+                // The service adds the settings in force when it announces a model.
+                settings: None,
             });
         }
         let (announce, _) = broadcast::channel(64);
@@ -183,6 +185,7 @@ impl Registry {
             weights_bytes: want_bytes,
             published_by: publisher.to_string(),
             published_ms: now_ms,
+            settings: None,
         };
         let mut listed: Vec<Entry> = models
             .iter()

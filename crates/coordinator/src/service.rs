@@ -11,16 +11,16 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
-use xqz_proto::v1::PolicyTarget as ProtoPolicyTarget;
 use xqz_proto::v1::coordinator_server::Coordinator;
 use xqz_proto::v1::publish_model_chunk::Part;
 use xqz_proto::v1::*;
 
+use crate::Limits;
 use crate::metrics::Metrics;
 use crate::registry::{PublishError, Registry};
+use crate::settings::SettingsHistory;
 use crate::store::{Ingested, Store};
 use crate::validate::validate_game;
-use crate::{Limits, Settings};
 
 /// Workers silent for longer are not counted as alive.
 const ALIVE_WINDOW: Duration = Duration::from_secs(60);
@@ -29,7 +29,7 @@ const CHUNK_BYTES: usize = 1 << 20;
 
 /// Everything the handlers share.
 pub(crate) struct State {
-    pub settings: Settings,
+    pub settings: SettingsHistory,
     pub limits: Limits,
     pub store: Mutex<Store>,
     pub registry: Registry,
@@ -49,7 +49,7 @@ fn now_ms() -> i64 {
 }
 
 impl State {
-    pub fn new(settings: Settings, limits: Limits, store: Store, registry: Registry) -> State {
+    pub fn new(settings: SettingsHistory, limits: Limits, store: Store, registry: Registry) -> State {
         State {
             settings,
             limits,
@@ -91,25 +91,16 @@ impl CoordinatorService {
         CoordinatorService { state, stop }
     }
 
+    /// The settings in force, as announced.
     fn settings(&self) -> SelfPlaySettings {
-        let s = &self.state.settings;
-        SelfPlaySettings {
-            ruleset: s.ruleset.name().to_string(),
-            max_plies: s.max_plies,
-            playouts: s.playouts,
-            cheap_playouts: s.cheap_playouts,
-            full_search_probability: s.full_search_probability,
-            late_temperature: s.late_temperature,
-            root_policy_temperature: s.root_policy_temperature,
-            material_adjudication: s.material_adjudication,
-            repeater_loses: s.repeater_loses,
-            policy_target: match s.policy_target {
-                xqz_mcts::PolicyTarget::Visits => ProtoPolicyTarget::Visits,
-                xqz_mcts::PolicyTarget::CompletedQ => ProtoPolicyTarget::CompletedQ,
-                xqz_mcts::PolicyTarget::QSoftmax => ProtoPolicyTarget::QSoftmax,
-            } as i32,
-            mate_moves: s.mate_moves,
-        }
+        let (version, settings) = self.state.settings.current();
+        xqz_proto::wire::settings_to_wire(settings, version)
+    }
+
+    /// `model` announced with the settings in force.
+    fn announce(&self, mut model: ModelAnnouncement) -> ModelAnnouncement {
+        model.settings = Some(self.settings());
+        model
     }
 
     async fn submit(&self, req: SubmitGamesRequest) -> Result<SubmitGamesResponse, Status> {
@@ -186,7 +177,7 @@ impl Coordinator for CoordinatorService {
         self.state.touch(&worker_id);
         Ok(Response::new(RegisterResponse {
             worker_id,
-            current_model: self.state.registry.latest(),
+            current_model: self.state.registry.latest().map(|m| self.announce(m)),
             settings: Some(self.settings()),
         }))
     }
@@ -203,6 +194,7 @@ impl Coordinator for CoordinatorService {
         request: Request<WatchModelsRequest>,
     ) -> Result<Response<Self::WatchModelsStream>, Status> {
         let state = self.state.clone();
+        let service = self.clone();
         let mut stop = self.stop.clone();
         // Subscribed before reading the list, so that a model published in between is not lost.
         let mut updates = state.registry.subscribe();
@@ -214,7 +206,7 @@ impl Coordinator for CoordinatorService {
                 for model in pending.drain(..) {
                     if model.version > last {
                         last = model.version;
-                        if tx.send(Ok(model)).await.is_err() {
+                        if tx.send(Ok(service.announce(model))).await.is_err() {
                             return;
                         }
                     }

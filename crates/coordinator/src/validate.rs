@@ -1,12 +1,12 @@
 //! Replays a submitted game through the rules core and turns it into dataset records, or says
 //! precisely what is wrong with it.
 
-use xiangqi::game::{Game, GameConfig, Outcome};
+use xiangqi::game::{Game, Outcome};
 use xiangqi::{Move, Position};
 use xqz_dataset::{GameId, GameRecord, GameResult, PlySearch, PolicyEntry, SampleRecord};
 use xqz_proto::v1::GameSubmission;
 
-use crate::Settings;
+use crate::settings::SettingsHistory;
 
 /// How far a policy's probabilities may sum from 1 (they are f32 visit fractions).
 const POLICY_SUM_TOLERANCE: f64 = 1e-3;
@@ -58,12 +58,13 @@ fn check_ply(game: &Game, search: &xqz_proto::v1::PlySearch, ply: usize, version
     Ok(PlySearch { policy, root_wdl, model_version: version, full_search: search.full_search })
 }
 
-/// Replays `sub` under `settings` and returns its records; the error names the game (by index and
-/// hex id) and the problem. `latest_model` is the newest published version (0 if none).
+/// Replays `sub` under the settings version it names (0: the version in force) and returns its
+/// records; the error names the game (by index and hex id) and the problem. `latest_model` is the
+/// newest published version (0 if none).
 pub(crate) fn validate_game(
     index: usize,
     sub: &GameSubmission,
-    settings: &Settings,
+    history: &SettingsHistory,
     latest_model: u64,
     worker_id: &str,
 ) -> Result<(GameRecord, Vec<SampleRecord>), String> {
@@ -81,14 +82,15 @@ pub(crate) fn validate_game(
         return Err(fail(format!("{} plies of search for {} moves", sub.plies.len(), sub.moves.len())));
     }
     let claimed = GameResult::from_name(&sub.result).ok_or_else(|| fail(format!("unknown result {:?}", sub.result)))?;
+    let settings_version = match sub.settings_version {
+        0 => history.current().0,
+        version => version,
+    };
+    let settings = history.get(settings_version).ok_or_else(|| {
+        fail(format!("unknown settings version {settings_version} (in force: {})", history.current().0))
+    })?;
     let start = Position::from_fen(&sub.start_fen).map_err(|e| fail(format!("bad FEN {:?}: {e}", sub.start_fen)))?;
-    let config = GameConfig::self_play(
-        settings.ruleset,
-        settings.max_plies,
-        settings.material_adjudication,
-        settings.repeater_loses,
-    );
-    let mut game = Game::from_position(start, config);
+    let mut game = Game::from_position(start, settings.game_config());
     let mut searches = Vec::with_capacity(sub.moves.len());
     for (ply, (&code, search)) in sub.moves.iter().zip(&sub.plies).enumerate() {
         let mv = decode_move(code).ok_or_else(|| fail(format!("ply {ply}: bad move code {code}")))?;
@@ -126,6 +128,7 @@ pub(crate) fn validate_game(
     record.seed = sub.seed;
     record.start_time_ms = sub.start_time_ms;
     record.end_time_ms = sub.end_time_ms;
+    record.settings_version = settings_version;
     let samples = SampleRecord::from_game(&record, &searches).map_err(|e| fail(e.to_string()))?;
     Ok((record, samples))
 }
@@ -133,6 +136,7 @@ pub(crate) fn validate_game(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xqz_mcts::PlaySettings;
     use xqz_proto::v1;
 
     fn code(text: &str) -> u32 {
@@ -169,8 +173,8 @@ mod tests {
         sub
     }
 
-    fn settings() -> Settings {
-        Settings { max_plies: 2, ..Settings::default() }
+    fn settings() -> SettingsHistory {
+        SettingsHistory::single(PlaySettings { max_plies: 2, ..PlaySettings::default() })
     }
 
     #[test]
@@ -202,7 +206,8 @@ mod tests {
 
     /// `moves` end in a draw by `draw` under `rules` and in a Red win by `win` under `adjudicating`;
     /// each claim is accepted only under its own settings.
-    fn assert_adjudication(moves: &[&str], rules: &Settings, draw: &str, adjudicating: &Settings, win: &str) {
+    fn assert_adjudication(moves: &[&str], rules: PlaySettings, draw: &str, adjudicating: PlaySettings, win: &str) {
+        let (rules, adjudicating) = (&SettingsHistory::single(rules), &SettingsHistory::single(adjudicating));
         let mut sub = game_of(moves);
         sub.reason = draw.into();
         let (record, _) = validate_game(0, &sub, rules, 0, "w").unwrap();
@@ -219,25 +224,25 @@ mod tests {
     #[test]
     fn material_adjudication_follows_the_coordinator_settings() {
         // Red's cannon takes a pawn; the game reaches the 4-ply cap a pawn up.
-        let capped = Settings { max_plies: 4, ..Settings::default() };
-        let adjudicating = Settings { material_adjudication: 1, ..capped.clone() };
+        let capped = PlaySettings { max_plies: 4, ..PlaySettings::default() };
+        let adjudicating = PlaySettings { material_adjudication: 1, ..capped.clone() };
         let moves = ["h2e2", "h9g7", "e2e6", "i9h9"];
-        assert_adjudication(&moves, &capped, "max_length", &adjudicating, "material_adjudication");
+        assert_adjudication(&moves, capped, "max_length", adjudicating, "material_adjudication");
     }
 
     #[test]
     fn an_unfinished_game_needs_a_resignation() {
         // A cap of 0 is no cap, as workers read it.
         for max_plies in [300, 0] {
-            let long = Settings { max_plies, ..Settings::default() };
+            let long = &SettingsHistory::single(PlaySettings { max_plies, ..PlaySettings::default() });
             let mut sub = two_move_draw();
-            assert!(validate_game(0, &sub, &long, 0, "w").unwrap_err().contains("not over"));
+            assert!(validate_game(0, &sub, long, 0, "w").unwrap_err().contains("not over"));
             sub.result = "black".into();
             sub.reason = "resignation".into();
-            let (record, _) = validate_game(0, &sub, &long, 0, "w").unwrap();
+            let (record, _) = validate_game(0, &sub, long, 0, "w").unwrap();
             assert_eq!(record.result, GameResult::BlackWin);
             sub.result = "draw".into();
-            assert!(validate_game(0, &sub, &long, 0, "w").is_err());
+            assert!(validate_game(0, &sub, long, 0, "w").is_err());
         }
     }
 
@@ -245,13 +250,33 @@ mod tests {
     fn repeater_loses_follows_the_coordinator_settings() {
         // Both sides idle; Black's last move makes the third occurrence of the start position.
         let moves = ["b0c2", "b9c7", "c2b0", "c7b9", "b0c2", "b9c7", "c2b0", "c7b9"];
-        let adjudicating = Settings { repeater_loses: true, ..Settings::default() };
+        let adjudicating = PlaySettings { repeater_loses: true, ..PlaySettings::default() };
         assert_adjudication(
             &moves,
-            &Settings::default(),
+            PlaySettings::default(),
             "allowed_repetition",
-            &adjudicating,
+            adjudicating,
             "repetition_adjudication",
         );
+    }
+
+    #[test]
+    fn a_game_is_validated_under_the_settings_version_it_names() {
+        let dir = tempfile::tempdir().unwrap();
+        // Version 1 caps games at 2 plies, version 2 (in force) at 300.
+        SettingsHistory::open(dir.path(), &PlaySettings { max_plies: 2, ..PlaySettings::default() }).unwrap();
+        let history = SettingsHistory::open(dir.path(), &PlaySettings::default()).unwrap();
+        let mut sub = two_move_draw();
+        sub.settings_version = 1;
+        let (record, _) = validate_game(0, &sub, &history, 0, "w").unwrap();
+        assert_eq!(record.settings_version, 1);
+        // Under the version in force (named, or 0 from an older worker) the game is not over.
+        for version in [2, 0] {
+            sub.settings_version = version;
+            assert!(validate_game(0, &sub, &history, 0, "w").unwrap_err().contains("not over"));
+        }
+        sub.settings_version = 3;
+        let error = validate_game(0, &sub, &history, 0, "w").unwrap_err();
+        assert!(error.contains("unknown settings version 3 (in force: 2)"), "{error}");
     }
 }

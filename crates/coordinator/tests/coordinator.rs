@@ -10,8 +10,9 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use xiangqi::Move;
-use xqz_coordinator::{CoordinatorConfig, Running, Settings, serve};
+use xqz_coordinator::{CoordinatorConfig, Running, serve};
 use xqz_dataset::Dataset;
+use xqz_mcts::PlaySettings;
 use xqz_mcts::{MaterialEvaluator, SelfPlayConfig, self_play};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::*;
@@ -28,7 +29,7 @@ struct Server {
 }
 
 impl Server {
-    async fn start(data: &Path, settings: Settings) -> Server {
+    async fn start(data: &Path, settings: PlaySettings) -> Server {
         let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data);
         config.token = Some(TOKEN.into());
         config.settings = settings;
@@ -56,8 +57,8 @@ impl Server {
     }
 }
 
-fn short() -> Settings {
-    Settings { max_plies: 2, ..Settings::default() }
+fn short() -> PlaySettings {
+    PlaySettings { max_plies: 2, ..PlaySettings::default() }
 }
 
 fn code(text: &str) -> u32 {
@@ -110,10 +111,10 @@ async fn self_played_game_is_accepted_and_stored() {
         .iter()
         .map(|g| {
             let (record, samples) = xqz_worker::to_records(g, 0, "w").unwrap();
-            xqz_proto::encode_game(&record, &samples)
+            xqz_proto::wire::encode_game(&record, &samples)
         })
         .collect();
-    let server = Server::start(dir.path(), Settings { max_plies: 8, ..Settings::default() }).await;
+    let server = Server::start(dir.path(), PlaySettings { max_plies: 8, ..PlaySettings::default() }).await;
     let mut client = server.client(Some(TOKEN)).await;
     let answer = with_timeout(client.submit_games(batch("k1", subs.clone()))).await.unwrap().into_inner();
     assert_eq!((answer.accepted, answer.duplicates, answer.replayed_batch), (2, 0, false));
@@ -188,7 +189,8 @@ async fn invalid_games_reject_the_whole_batch() {
 #[tokio::test]
 async fn a_worker_searches_as_the_coordinator_says() {
     let dir = tempfile::tempdir().unwrap();
-    let settings = Settings { mate_moves: 1, playouts: 24, policy_target: xqz_mcts::PolicyTarget::QSoftmax, ..short() };
+    let settings =
+        PlaySettings { mate_moves: 1, playouts: 24, policy_target: xqz_mcts::PolicyTarget::QSoftmax, ..short() };
     let server = Server::start(dir.path(), settings).await;
     let session = xqz_worker::remote::Session::connect(xqz_worker::remote::RemoteConfig {
         coordinator: format!("http://{}", server.running.addr()),
@@ -204,7 +206,8 @@ async fn a_worker_searches_as_the_coordinator_says() {
     })
     .await
     .unwrap();
-    let config = session.self_play_config().unwrap();
+    let config = session.self_play_config();
+    assert_eq!(config.settings_version, 1);
     assert_eq!(
         (config.search.mate_moves, config.playouts, config.policy_target),
         (1, 24, xqz_mcts::PolicyTarget::QSoftmax)
@@ -319,4 +322,46 @@ async fn metrics_endpoint_answers_get() {
     }
     stop.send(()).unwrap();
     running.wait().await.unwrap();
+}
+
+#[tokio::test]
+async fn invalid_settings_keep_the_coordinator_from_starting() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), dir.path());
+    config.settings = PlaySettings { playouts: 0, ..PlaySettings::default() };
+    let error = serve(config, std::future::pending()).await.unwrap_err();
+    assert!(error.to_string().contains("playouts = 0"), "{error}");
+}
+
+async fn register(client: &mut Client) -> xqz_proto::v1::SelfPlaySettings {
+    client.register(RegisterRequest::default()).await.unwrap().into_inner().settings.unwrap()
+}
+
+#[tokio::test]
+async fn a_game_of_earlier_settings_is_validated_under_them_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    // Version 1: 2-ply games, where h2e2 h9g7 is a finished draw.
+    let server = Server::start(dir.path(), short()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    assert_eq!(register(&mut client).await.version, 1);
+    server.stop().await;
+    // Version 2: 300-ply games. A game a worker spooled under version 1 still counts...
+    let server = Server::start(dir.path(), PlaySettings::default()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let wire = register(&mut client).await;
+    assert_eq!((wire.version, wire.max_plies), (2, 300));
+    let mut old = draw(1);
+    old.settings_version = 1;
+    let answer = client.submit_games(batch("k1", vec![old])).await.unwrap().into_inner();
+    assert_eq!(answer.accepted, 1);
+    // ...while the same claim under the settings in force, or an unknown version, is refused.
+    for (id, version) in [(2, 2), (3, 0), (4, 9)] {
+        let mut game = draw(id);
+        game.settings_version = version;
+        let error = client.submit_games(batch(&format!("k{id}"), vec![game])).await.unwrap_err();
+        assert_eq!(error.code(), Code::InvalidArgument, "{version}: {error:?}");
+    }
+    server.stop().await;
+    let games = Dataset::open(dir.path().join("dataset")).unwrap().games().unwrap();
+    assert_eq!(games.iter().map(|g| g.settings_version).collect::<Vec<_>>(), vec![1]);
 }

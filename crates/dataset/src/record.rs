@@ -186,6 +186,8 @@ pub struct GameRecord {
     pub start_time_ms: i64,
     /// End time, Unix milliseconds.
     pub end_time_ms: i64,
+    /// The version of the coordinator's play settings it was played under (0: local play).
+    pub settings_version: u64,
 }
 
 impl GameRecord {
@@ -211,6 +213,7 @@ impl GameRecord {
             seed: 0,
             start_time_ms: 0,
             end_time_ms: 0,
+            settings_version: 0,
         })
     }
 
@@ -501,6 +504,7 @@ pub fn games_to_batch(records: &[GameRecord], schema: SchemaRef) -> Result<Recor
         Arc::new(
             TimestampMillisecondArray::from_iter_values(records.iter().map(|r| r.end_time_ms)).with_timezone("UTC"),
         ),
+        Arc::new(UInt64Array::from_iter_values(records.iter().map(|r| r.settings_version))),
     ];
     RecordBatch::try_new(schema, columns).arrow(|| "building a games batch".into())
 }
@@ -655,6 +659,7 @@ pub(crate) fn batch_to_games(batch: &RecordBatch, path: &Path) -> Result<Vec<Gam
     let seeds = cols.primitive::<UInt64Type>(SEED)?;
     let starts = cols.get::<TimestampMillisecondArray>(START_TIME)?.values();
     let ends = cols.get::<TimestampMillisecondArray>(END_TIME)?.values();
+    let settings = cols.primitive::<UInt64Type>(SETTINGS_VERSION)?;
     let mut out = Vec::with_capacity(batch.num_rows());
     for row in 0..batch.num_rows() {
         let (a, b) = (offsets[row] as usize, offsets[row + 1] as usize);
@@ -679,6 +684,7 @@ pub(crate) fn batch_to_games(batch: &RecordBatch, path: &Path) -> Result<Vec<Gam
             seed: seeds[row],
             start_time_ms: starts[row],
             end_time_ms: ends[row],
+            settings_version: settings[row],
         });
     }
     Ok(out)

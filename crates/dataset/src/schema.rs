@@ -20,8 +20,9 @@ use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit};
 
 /// Version of the two schemas. Readers refuse shards with another version.
 ///
-/// Version 2 added `quiet_plies` and `repetitions` to the samples schema.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version 2 added `quiet_plies` and `repetitions` to the samples schema; version 3
+/// `settings_version` to the games schema.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Number of bytes of an encoded board.
 pub const BOARD_BYTES: usize = 90;
@@ -103,6 +104,9 @@ pub mod games {
     pub const START_TIME: &str = "start_time";
     /// `timestamp[ms, UTC]`: when it ended.
     pub const END_TIME: &str = "end_time";
+    /// `uint64`: the version of the coordinator's play settings it was played and validated
+    /// under (0: played locally, outside a coordinator).
+    pub const SETTINGS_VERSION: &str = "settings_version";
 }
 
 /// Column names of the samples schema.
@@ -195,6 +199,7 @@ pub fn games_schema() -> Schema {
             Field::new(SEED, DataType::UInt64, false),
             Field::new(START_TIME, timestamp_type(), false),
             Field::new(END_TIME, timestamp_type(), false),
+            Field::new(SETTINGS_VERSION, DataType::UInt64, false),
         ],
         base_metadata(KIND_GAMES),
     )
@@ -290,7 +295,7 @@ mod tests {
     fn schemas_are_self_compatible_and_versioned() {
         for schema in [games_schema(), samples_schema()] {
             assert_eq!(check_compatible(&schema, &schema), Ok(()));
-            assert_eq!(schema.metadata()[meta::SCHEMA_VERSION], "2");
+            assert_eq!(schema.metadata()[meta::SCHEMA_VERSION], "3");
         }
         let err = check_compatible(&games_schema(), &samples_schema()).unwrap_err();
         assert!(err.contains("xqz.kind"), "{err}");

@@ -21,6 +21,7 @@ games_type = {
     "result": pa.string(), "reason": pa.string(), "article": pa.string(), "ruleset": pa.string(),
     "length": pa.uint32(), "model_version": pa.uint64(), "worker_id": pa.string(), "seed": pa.uint64(),
     "start_time": pa.timestamp("ms", tz="UTC"), "end_time": pa.timestamp("ms", tz="UTC"),
+    "settings_version": pa.uint64(),
 }
 entry = pa.struct([pa.field("move", pa.uint16(), False), pa.field("p", pa.float32(), False)])
 samples_type = {
@@ -37,7 +38,7 @@ def check(table, types, kind, rows):
         assert got[name] == t, (kind, name, str(got[name]), str(t))
         assert not table.schema.field(name).nullable, (kind, name)
     meta = {k.decode(): v.decode() for k, v in table.schema.metadata.items()}
-    assert meta["xqz.schema_version"] == "2" and meta["xqz.kind"] == kind, meta
+    assert meta["xqz.schema_version"] == "3" and meta["xqz.kind"] == kind, meta
     assert meta["xqz.ruleset"] == "chinese2011", meta
     assert table.num_rows == rows, (kind, table.num_rows, rows)
 games = samples = quiet_max = 0

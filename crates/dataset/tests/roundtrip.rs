@@ -58,7 +58,7 @@ fn shards_describe_themselves() {
     for (kind, base) in [(ShardKind::Games, schema::games_schema()), (ShardKind::Samples, schema::samples_schema())] {
         let data = read_ipc_file(&dataset.shard_path(shard, kind), &base, Some(shard.id)).unwrap();
         let m = data.schema.metadata();
-        assert_eq!(m[meta::SCHEMA_VERSION], "2");
+        assert_eq!(m[meta::SCHEMA_VERSION], "3");
         assert_eq!(m[meta::KIND], kind.name());
         assert_eq!(m[meta::RULESET], "chinese2011");
         assert_eq!(m[meta::MODEL_VERSION_MIN], "1");
@@ -218,7 +218,7 @@ fn shards_of_the_previous_schema_version_are_refused() {
     std::fs::write(&manifest, old).unwrap();
     let err = Dataset::open(dir.path()).unwrap_err();
     assert!(matches!(err, DatasetError::Manifest { .. }), "{err}");
-    assert!(err.to_string().contains("schema version 1 (this build reads 2)"), "{err}");
+    assert!(err.to_string().contains("schema version 1 (this build reads 3)"), "{err}");
     // A version-1 samples schema (without the two columns) is refused by the shard check.
     let mut fields: Vec<_> = schema::samples_schema().fields().iter().cloned().collect();
     fields.truncate(fields.len() - 2);

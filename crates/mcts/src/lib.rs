@@ -19,12 +19,14 @@ mod evaluator;
 mod mate;
 mod search;
 mod selfplay;
+mod settings;
 mod tree;
 
 pub use evaluator::{EvalError, Evaluation, Evaluator, MaterialEvaluator, UniformEvaluator};
 pub use search::{search, search_until};
 pub use selfplay::{
-    PlyRecord, PolicyTarget, ResignConfig, Resignation, SelfPlayConfig, SelfPlayGame, SelfPlayStats, game_seed, replay,
-    self_play,
+    LiveConfig, PlyRecord, PolicyTarget, ResignConfig, Resignation, SelfPlayConfig, SelfPlayGame, SelfPlayStats,
+    game_seed, replay, self_play, self_play_live,
 };
+pub use settings::{ParsePolicyTargetError, PlaySettings, SettingsError};
 pub use tree::{Line, PendingLeaf, RootStats, SearchConfig, Selection, Tree};

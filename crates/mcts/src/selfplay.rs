@@ -7,8 +7,8 @@
 //! and report whether resigning would have been a false positive. Every game has its own seed, so
 //! it replays exactly with the same evaluator ([`replay`]).
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use rand::{Rng, SeedableRng};
@@ -18,6 +18,7 @@ use xiangqi::{Color, Move};
 
 use crate::evaluator::{EvalError, Evaluator};
 use crate::search::{collect_leaves, evaluate_leaves};
+use crate::settings::PlaySettings;
 use crate::tree::{PendingLeaf, RootStats, SearchConfig, Tree};
 
 /// When a side gives up.
@@ -31,13 +32,8 @@ pub struct ResignConfig {
     pub disabled_fraction: f64,
 }
 
-impl Default for ResignConfig {
-    fn default() -> ResignConfig {
-        ResignConfig { threshold: -0.9, consecutive: 3, disabled_fraction: 0.1 }
-    }
-}
-
-/// How self-play games are played.
+/// How self-play games are played: the driver's view of [`PlaySettings`] (which builds it with
+/// [`PlaySettings::self_play_config`]) plus the run's threads and seed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SelfPlayConfig {
     /// Search settings.
@@ -79,37 +75,22 @@ pub struct SelfPlayConfig {
     pub threads: usize,
     /// Seed of all games: game `i` plays with [`game_seed`]`(seed, i)`.
     pub seed: u64,
+    /// The version of the coordinator's settings these come from, recorded in each game (0:
+    /// local play).
+    pub settings_version: u64,
 }
 
 impl Default for SelfPlayConfig {
+    /// The default [`PlaySettings`] on one thread of 32 games, seed 0.
     fn default() -> SelfPlayConfig {
-        SelfPlayConfig {
-            search: SearchConfig::default(),
-            playouts: 200,
-            cheap_playouts: 40,
-            full_search_probability: 0.25,
-            dirichlet_alpha: 0.25,
-            dirichlet_fraction: 0.25,
-            temperature: 1.0,
-            temperature_plies: 20,
-            late_temperature: 1.0,
-            root_policy_temperature: 1.0,
-            policy_target: PolicyTarget::Visits,
-            resign: Some(ResignConfig::default()),
-            game: GameConfig { max_plies: Some(300), ..GameConfig::default() },
-            reuse_tree: true,
-            games_per_thread: 32,
-            threads: 1,
-            seed: 0,
-        }
+        PlaySettings::default().self_play_config(1, 32, 0)
     }
 }
 
 /// What a full search records as its policy target.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum PolicyTarget {
     /// The visit fractions (AlphaZero).
-    #[default]
     Visits,
     /// Gumbel MuZero's completed-Q policy ([`RootStats::completed_q_policy`]).
     CompletedQ,
@@ -176,6 +157,8 @@ pub struct SelfPlayGame {
     pub resignation: Option<Resignation>,
     /// When its first search began.
     pub started: SystemTime,
+    /// The [`SelfPlayConfig::settings_version`] it was played under.
+    pub settings_version: u64,
 }
 
 impl SelfPlayGame {
@@ -233,8 +216,31 @@ impl SelfPlayStats {
     }
 }
 
+/// The config new games start under, replaceable while games are in progress: each game plays to
+/// its end under the config it started with, so a worker switches settings between games.
+#[derive(Debug)]
+pub struct LiveConfig(RwLock<Arc<SelfPlayConfig>>);
+
+impl LiveConfig {
+    /// Starts with `config`.
+    pub fn new(config: SelfPlayConfig) -> LiveConfig {
+        LiveConfig(RwLock::new(Arc::new(config)))
+    }
+
+    /// The config a game starting now plays under.
+    pub fn current(&self) -> Arc<SelfPlayConfig> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Games starting from now on play under `config`.
+    pub fn replace(&self, config: SelfPlayConfig) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+    }
+}
+
 /// One game in progress.
 struct Slot {
+    config: Arc<SelfPlayConfig>,
     index: u64,
     seed: u64,
     rng: ChaCha8Rng,
@@ -252,15 +258,17 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(config: &SelfPlayConfig, index: u64) -> Slot {
+    fn new(config: Arc<SelfPlayConfig>, index: u64) -> Slot {
         let seed = game_seed(config.seed, index);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let resign_allowed = config.resign.is_some_and(|r| !rng.random_bool(r.disabled_fraction.clamp(0.0, 1.0)));
+        let tree = Tree::new(Game::new(config.game));
         let mut slot = Slot {
+            config,
             index,
             seed,
             rng,
-            tree: Tree::new(Game::new(config.game)),
+            tree,
             priors: Vec::new(),
             plies: Vec::new(),
             target: 0,
@@ -271,11 +279,12 @@ impl Slot {
             resignation: None,
             started: SystemTime::now(),
         };
-        slot.start_move(config);
+        slot.start_move();
         slot
     }
 
-    fn start_move(&mut self, config: &SelfPlayConfig) {
+    fn start_move(&mut self) {
+        let config = &self.config;
         self.full = self.rng.random_bool(config.full_search_probability.clamp(0.0, 1.0));
         self.target = if self.full { config.playouts } else { config.cheap_playouts }.max(1);
         self.root_pending = self.full;
@@ -283,7 +292,8 @@ impl Slot {
 
     /// After evaluations: the root's priors tempered and noised once it is expanded, then a move
     /// once the search is done. Returns the finished game, if this move ended it.
-    fn advance(&mut self, config: &SelfPlayConfig) -> Option<SelfPlayGame> {
+    fn advance(&mut self) -> Option<SelfPlayGame> {
+        let config = self.config.clone();
         if self.root_pending && self.tree.root_expanded() {
             self.priors = self.tree.root().children.iter().map(|c| c.2).collect();
             self.tree.temper_root_priors(config.root_policy_temperature);
@@ -327,7 +337,7 @@ impl Slot {
         } else {
             self.tree = Tree::new(next);
         }
-        self.start_move(config);
+        self.start_move();
         None
     }
 
@@ -340,15 +350,16 @@ impl Slot {
             resign_allowed: self.resign_allowed,
             resignation: self.resignation,
             started: self.started,
+            settings_version: self.config.settings_version,
         }
     }
 }
 
 /// Plays the games whose indices `next_index` hands out (until it returns `None` or `stop` is
-/// set), `config.games_per_thread` at a time, on this thread.
+/// set), `games_per_thread` of the current config at a time, on this thread.
 fn play_games<E: Evaluator + ?Sized>(
     evaluator: &mut E,
-    config: &SelfPlayConfig,
+    live: &LiveConfig,
     mut next_index: impl FnMut() -> Option<u64>,
     stop: &AtomicBool,
     mut on_game: impl FnMut(SelfPlayGame),
@@ -358,9 +369,10 @@ fn play_games<E: Evaluator + ?Sized>(
     let mut leaves: Vec<PendingLeaf> = Vec::new();
     let mut owners: Vec<usize> = Vec::new();
     loop {
+        let config = live.current();
         while slots.len() < config.games_per_thread.max(1) && !stop.load(Ordering::Relaxed) {
             match next_index() {
-                Some(index) => slots.push(Slot::new(config, index)),
+                Some(index) => slots.push(Slot::new(config.clone(), index)),
                 None => break,
             }
         }
@@ -371,7 +383,7 @@ fn play_games<E: Evaluator + ?Sized>(
         owners.clear();
         for (i, slot) in slots.iter_mut().enumerate() {
             let before = leaves.len();
-            collect_leaves(&mut slot.tree, &config.search, slot.target, &mut leaves);
+            collect_leaves(&mut slot.tree, &slot.config.search, slot.target, &mut leaves);
             owners.extend(std::iter::repeat_n(i, leaves.len() - before));
         }
         if !leaves.is_empty() {
@@ -386,7 +398,7 @@ fn play_games<E: Evaluator + ?Sized>(
         }
         let mut i = 0;
         while i < slots.len() {
-            match slots[i].advance(config) {
+            match slots[i].advance() {
                 Some(game) => {
                     stats.moves += game.plies.len() as u64;
                     stats.games += 1;
@@ -425,6 +437,23 @@ where
     E: Evaluator + Clone + Send,
     F: FnMut(SelfPlayGame) + Send,
 {
+    self_play_live(&LiveConfig::new(config.clone()), evaluator, games, stop, on_game)
+}
+
+/// [`self_play`] under a config that may be replaced while it runs: each game plays under the
+/// config current when it started (threads are those of the config at the start).
+pub fn self_play_live<E, F>(
+    live: &LiveConfig,
+    evaluator: E,
+    games: u64,
+    stop: &AtomicBool,
+    on_game: F,
+) -> Result<SelfPlayStats, EvalError>
+where
+    E: Evaluator + Clone + Send,
+    F: FnMut(SelfPlayGame) + Send,
+{
+    let config = live.current();
     let start = Instant::now();
     let next = AtomicU64::new(0);
     let on_game = Mutex::new(on_game);
@@ -439,7 +468,7 @@ where
                         (i < games).then_some(i)
                     };
                     let deliver = |game| (on_game.lock().unwrap_or_else(|e| e.into_inner()))(game);
-                    play_games(&mut evaluator, config, take, stop, deliver)
+                    play_games(&mut evaluator, live, take, stop, deliver)
                 })
             })
             .collect();
@@ -465,6 +494,7 @@ pub fn replay<E: Evaluator + ?Sized>(
 ) -> Result<SelfPlayGame, EvalError> {
     let mut once = Some(index);
     let mut out = None;
-    play_games(evaluator, config, || once.take(), &AtomicBool::new(false), |g| out = Some(g))?;
+    let live = LiveConfig::new(config.clone());
+    play_games(evaluator, &live, || once.take(), &AtomicBool::new(false), |g| out = Some(g))?;
     Ok(out.expect("the game finishes"))
 }

@@ -27,7 +27,9 @@
 mod data;
 mod publish;
 mod run;
+mod settings;
 
 pub use data::{DataError, Targets, TrainingData};
-pub use publish::GrpcPublisher;
+pub use publish::{GrpcPublisher, PublishError};
 pub use run::{Publisher, RunError, StepReport, TrainerConfig, latest_checkpoint, train};
+pub use settings::{TrainSettings, TrainSettingsError};

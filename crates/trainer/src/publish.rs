@@ -28,25 +28,50 @@ impl GrpcPublisher {
     }
 }
 
+/// Why a model could not be published.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The checkpoint's files cannot be read.
+    #[error("{path}: {source}")]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The checkpoint's metadata is not valid.
+    #[error(transparent)]
+    Checkpoint(#[from] xqz_net::CheckpointError),
+    /// The token cannot be sent as metadata.
+    #[error("the token must be printable ASCII")]
+    Token,
+    /// The coordinator cannot be reached.
+    #[error("connecting to the coordinator: {0}")]
+    Connect(#[from] tonic::transport::Error),
+    /// The coordinator refused the model.
+    #[error("the coordinator refused the model: {}: {}", .0.code(), .0.message())]
+    Refused(Box<tonic::Status>),
+}
+
 impl Publisher for GrpcPublisher {
-    fn publish(&mut self, path: &Path) -> Result<u64, String> {
-        let meta_json = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let meta = xqz_net::checkpoint::read_meta(path).map_err(|e| e.to_string())?;
-        let weights_path = path.with_file_name(&meta.weights.file);
-        let weights = std::fs::read(&weights_path).map_err(|e| format!("{}: {e}", weights_path.display()))?;
+    fn publish(&mut self, path: &Path) -> Result<u64, PublishError> {
+        let read = |p: &Path| std::fs::read(p).map_err(|source| PublishError::Read { path: p.to_path_buf(), source });
+        let meta_json = String::from_utf8_lossy(&read(path)?).into_owned();
+        let meta = xqz_net::checkpoint::read_meta(path)?;
+        let weights = read(&path.with_file_name(&meta.weights.file))?;
         let mut chunks = vec![PublishModelChunk {
             part: Some(Part::Header(PublishHeader { metadata_json: meta_json, publisher: self.name.clone() })),
         }];
         chunks.extend(weights.chunks(CHUNK).map(|c| PublishModelChunk { part: Some(Part::Data(c.to_vec())) }));
         let (url, token) = (self.url.clone(), self.token.clone());
         self.runtime.block_on(async move {
-            let mut client = CoordinatorClient::connect(url).await.map_err(|e| e.to_string())?;
+            let mut client = CoordinatorClient::connect(url).await?;
             let mut request = tonic::Request::new(tokio_stream::iter(chunks));
             if let Some(token) = token {
-                let value: MetadataValue<_> = format!("Bearer {token}").parse().map_err(|_| "bad token".to_string())?;
+                let value: MetadataValue<_> = format!("Bearer {token}").parse().map_err(|_| PublishError::Token)?;
                 request.metadata_mut().insert("authorization", value);
             }
-            let reply = client.publish_model(request).await.map_err(|s| format!("{}: {}", s.code(), s.message()))?;
+            let reply = client.publish_model(request).await.map_err(|s| PublishError::Refused(Box::new(s)))?;
             Ok(reply.into_inner().version)
         })
     }

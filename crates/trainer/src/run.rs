@@ -16,6 +16,7 @@ use xqz_dataset::{DatasetError, ReplayConfig, ReplayWindow, WindowSize};
 use xqz_net::{CheckpointError, Device, ModelConfig, Network, TrainConfig, TrainError, Trainer};
 
 use crate::data::{DataError, Targets, TrainingData};
+use crate::publish::PublishError;
 
 /// How the trainer trains.
 #[derive(Clone, Debug)]
@@ -58,7 +59,7 @@ pub struct TrainerConfig {
 /// Where published models go (the coordinator, or nowhere in a local test).
 pub trait Publisher {
     /// Publishes the checkpoint whose metadata is at `path`; returns its model version.
-    fn publish(&mut self, path: &Path) -> Result<u64, String>;
+    fn publish(&mut self, path: &Path) -> Result<u64, PublishError>;
 }
 
 /// One row of `metrics.csv`.
@@ -108,12 +109,12 @@ pub enum RunError {
         source: std::io::Error,
     },
     /// Publishing failed.
-    #[error("publishing {path}: {message}")]
+    #[error("publishing {path}: {source}")]
     Publish {
         /// The checkpoint.
         path: PathBuf,
         /// Why.
-        message: String,
+        source: PublishError,
     },
 }
 
@@ -209,9 +210,8 @@ pub fn train(
             if step % config.publish_every.max(1) == 0 || step % config.checkpoint_every.max(1) == 0 {
                 let path = save_checkpoint(&trainer, &config.run, model_version)?;
                 if step % config.publish_every.max(1) == 0 {
-                    model_version = publisher
-                        .publish(&path)
-                        .map_err(|message| RunError::Publish { path: path.clone(), message })?;
+                    model_version =
+                        publisher.publish(&path).map_err(|source| RunError::Publish { path: path.clone(), source })?;
                     // The checkpoint names the version it was published as.
                     save_checkpoint(&trainer, &config.run, model_version)?;
                 }

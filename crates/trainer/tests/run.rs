@@ -51,7 +51,7 @@ fn config(data: &Path, run: &Path, max_steps: u64) -> TrainerConfig {
 struct Counting(Vec<std::path::PathBuf>);
 
 impl Publisher for Counting {
-    fn publish(&mut self, path: &Path) -> Result<u64, String> {
+    fn publish(&mut self, path: &Path) -> Result<u64, xqz_trainer::PublishError> {
         assert!(path.exists());
         self.0.push(path.to_path_buf());
         Ok(self.0.len() as u64)

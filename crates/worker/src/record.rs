@@ -20,6 +20,7 @@ pub fn to_records(
     record.model_version = model_version;
     record.worker_id = worker_id.to_string();
     record.seed = game.seed;
+    record.settings_version = game.settings_version;
     record.start_time_ms = unix_ms(game.started);
     record.end_time_ms = unix_ms(SystemTime::now()).max(record.start_time_ms);
     let searches: Vec<PlySearch> = game

@@ -13,7 +13,9 @@
 //!   sets a rejected batch aside in `rejected/`;
 //! - a model watcher that follows `WatchModels`, downloads each new model (resuming a broken
 //!   download from the bytes it has) and hands it to [`ModelHost::install`]; games in progress
-//!   go on with the new network from their next evaluation;
+//!   go on with the new network from their next evaluation. Each announcement carries the play
+//!   settings in force: games that start afterwards play under them (games in progress finish
+//!   under theirs), and each game names the settings version it was played under;
 //! - heartbeats.
 //!
 //! On shutdown no new game starts and games in progress are dropped (self-play's stop flag);
@@ -34,13 +36,13 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Status};
-use xiangqi::game::{GameConfig, Ruleset};
-use xqz_mcts::{EvalError, Evaluator, PolicyTarget, SearchConfig, SelfPlayConfig, self_play};
+use xqz_mcts::{EvalError, Evaluator, LiveConfig, PlaySettings, SelfPlayConfig, self_play_live};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{
-    DownloadModelRequest, GameSubmission, HeartbeatRequest, ModelAnnouncement, PolicyTarget as ProtoPolicyTarget,
-    RegisterRequest, SelfPlaySettings, SubmitGamesRequest, WatchModelsRequest,
+    DownloadModelRequest, GameSubmission, HeartbeatRequest, ModelAnnouncement, RegisterRequest, SubmitGamesRequest,
+    WatchModelsRequest,
 };
+use xqz_proto::wire::{WireError, settings_from_wire};
 
 use crate::backoff::Backoff;
 use crate::spool::{Spool, SpoolError};
@@ -84,7 +86,18 @@ pub trait ModelHost: Send + Sync + 'static {
     fn evaluator(&self) -> Self::Evaluator;
     /// Loads the checkpoint whose metadata file is `checkpoint` and plays with it from now on.
     /// Called on a blocking thread.
-    fn install(&self, checkpoint: &Path) -> Result<(), String>;
+    fn install(&self, checkpoint: &Path) -> Result<(), InstallError>;
+}
+
+/// Why a [`ModelHost`] could not install a model.
+#[derive(Debug, thiserror::Error)]
+#[error("installing {}: {source}", path.display())]
+pub struct InstallError {
+    /// The checkpoint's metadata file.
+    pub path: PathBuf,
+    /// The cause.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 /// Why a worker stopped with an error.
@@ -109,9 +122,12 @@ pub enum RemoteError {
         /// Its status.
         status: Box<Status>,
     },
+    /// The coordinator sent no self-play settings.
+    #[error("the coordinator sent no self-play settings")]
+    NoSettings,
     /// The coordinator's self-play settings cannot be used.
     #[error("coordinator settings: {0}")]
-    Settings(String),
+    Settings(#[from] WireError),
     /// A model could not be downloaded or stored.
     #[error("model v{version}: {message}")]
     Model {
@@ -119,6 +135,14 @@ pub enum RemoteError {
         version: u64,
         /// What went wrong.
         message: String,
+    },
+    /// A downloaded model could not be installed.
+    #[error("model v{version}: {source}")]
+    Install {
+        /// Its version.
+        version: u64,
+        /// Why.
+        source: InstallError,
     },
     /// The spool failed.
     #[error(transparent)]
@@ -182,7 +206,8 @@ pub struct Session {
     client: Client,
     config: RemoteConfig,
     worker_id: String,
-    settings: SelfPlaySettings,
+    /// The coordinator's settings and their version.
+    settings: (PlaySettings, u64),
     current_model: Option<ModelAnnouncement>,
 }
 
@@ -214,7 +239,7 @@ impl Session {
                 Err(status) => return Err(RemoteError::Refused { call: "Register", status: Box::new(status) }),
             }
         };
-        let settings = answer.settings.ok_or_else(|| RemoteError::Settings("missing".into()))?;
+        let settings = settings_from_wire(answer.settings.as_ref().ok_or(RemoteError::NoSettings)?)?;
         Ok(Session { client, config, worker_id: answer.worker_id, settings, current_model: answer.current_model })
     }
 
@@ -233,42 +258,10 @@ impl Session {
         download(self.client.clone(), &self.config.dir.join("models"), model).await
     }
 
-    /// The search settings: the coordinator's rules and playouts, this worker's threads and a
-    /// fresh seed (workers must not replay each other's games).
-    pub fn self_play_config(&self) -> Result<SelfPlayConfig, RemoteError> {
-        let s = &self.settings;
-        let ruleset: Ruleset = s.ruleset.parse().map_err(|e| RemoteError::Settings(format!("{e}")))?;
-        if s.playouts == 0
-            || s.cheap_playouts == 0
-            || !(0.0..=1.0).contains(&s.full_search_probability)
-            || !(s.late_temperature.is_finite() && s.late_temperature >= 0.0)
-            || !(s.root_policy_temperature.is_finite() && s.root_policy_temperature >= 0.0)
-        {
-            return Err(RemoteError::Settings(format!("{s:?}")));
-        }
-        Ok(SelfPlayConfig {
-            playouts: s.playouts,
-            cheap_playouts: s.cheap_playouts,
-            full_search_probability: s.full_search_probability,
-            late_temperature: s.late_temperature,
-            // 0 is what a coordinator without the field sends.
-            root_policy_temperature: if s.root_policy_temperature == 0.0 { 1.0 } else { s.root_policy_temperature },
-            policy_target: match ProtoPolicyTarget::try_from(s.policy_target) {
-                Ok(ProtoPolicyTarget::Visits) => PolicyTarget::Visits,
-                Ok(ProtoPolicyTarget::CompletedQ) => PolicyTarget::CompletedQ,
-                Ok(ProtoPolicyTarget::QSoftmax) => PolicyTarget::QSoftmax,
-                Err(_) => return Err(RemoteError::Settings(format!("unknown policy target {}", s.policy_target))),
-            },
-            search: SearchConfig {
-                mate_moves: if s.mate_moves == 0 { SearchConfig::default().mate_moves } else { s.mate_moves },
-                ..SearchConfig::default()
-            },
-            threads: self.config.threads.max(1),
-            games_per_thread: self.config.games_per_thread.max(1),
-            seed: rand::random(),
-            game: GameConfig::self_play(ruleset, s.max_plies, s.material_adjudication, s.repeater_loses),
-            ..SelfPlayConfig::default()
-        })
+    /// The search settings: the coordinator's play settings and their version, this worker's
+    /// threads and a fresh seed (workers must not replay each other's games).
+    pub fn self_play_config(&self) -> SelfPlayConfig {
+        self_play_config(&self.settings, &self.config)
     }
 
     /// Plays until `shutdown` resolves (or `max_games` are uploaded), with `host`'s network, which
@@ -279,7 +272,7 @@ impl Session {
         model_version: u64,
         shutdown: impl Future<Output = ()>,
     ) -> Result<u64, RemoteError> {
-        let config = self.self_play_config()?;
+        let live = Arc::new(LiveConfig::new(self.self_play_config()));
         let dir = self.config.dir.clone();
         let spool = tokio::task::spawn_blocking(move || Spool::open(&dir.join("spool")))
             .await
@@ -298,16 +291,17 @@ impl Session {
         let (games_tx, games_rx) = mpsc::unbounded_channel();
         let player = {
             let (host, version, finished, stop) = (host.clone(), version.clone(), finished.clone(), stop.clone());
+            let live = live.clone();
             let worker_id = self.worker_id.clone();
             let games = self.config.max_games.unwrap_or(u64::MAX);
             tokio::task::spawn_blocking(move || {
-                self_play(&config, host.evaluator(), games, &stop, |game| {
+                self_play_live(&live, host.evaluator(), games, &stop, |game| {
                     let played_by = version.load(Ordering::SeqCst);
                     match crate::record::to_records(&game, played_by, &worker_id) {
                         Ok((record, samples)) => {
                             finished.fetch_add(1, Ordering::Relaxed);
                             // The receiver lives until this closure is dropped.
-                            let _ = games_tx.send(xqz_proto::encode_game(&record, &samples));
+                            let _ = games_tx.send(xqz_proto::wire::encode_game(&record, &samples));
                         }
                         Err(e) => eprintln!("worker: game {} cannot be recorded: {e}", game.index),
                     }
@@ -318,7 +312,7 @@ impl Session {
         let batcher = tokio::spawn(batch_games(self.batcher(), games_rx, spool.clone(), spooled_tx));
         let mut uploader = tokio::spawn(upload(self.client.clone(), self.config.dir.clone(), spool, spooled_rx));
         let watcher =
-            tokio::spawn(watch_models(self.client.clone(), self.config.dir.join("models"), host, version.clone()));
+            tokio::spawn(watch_models(self.client.clone(), self.config.clone(), host, version.clone(), live.clone()));
         let heartbeat = tokio::spawn(heartbeats(
             self.client.clone(),
             self.worker_id.clone(),
@@ -504,8 +498,42 @@ fn set_aside(dir: &Path, batch: &SubmitGamesRequest, message: &str) -> std::io::
     std::fs::File::open(&file)?.sync_all()
 }
 
-/// Follows the published models and installs each new one; reconnects with backoff.
-async fn watch_models<H: ModelHost>(mut client: Client, cache: PathBuf, host: Arc<H>, version: Arc<AtomicU64>) {
+/// The self-play config of `settings` (and their version) on this worker.
+fn self_play_config(settings: &(PlaySettings, u64), config: &RemoteConfig) -> SelfPlayConfig {
+    SelfPlayConfig {
+        settings_version: settings.1,
+        ..settings.0.self_play_config(config.threads, config.games_per_thread, rand::random())
+    }
+}
+
+/// Games that start from now on play under the settings `model` announces, if they are new and
+/// usable; unusable ones are reported and the settings in force kept.
+fn follow_settings(model: &ModelAnnouncement, config: &RemoteConfig, live: &LiveConfig) {
+    let Some(wire) = &model.settings else { return };
+    if wire.version == live.current().settings_version {
+        return;
+    }
+    match settings_from_wire(wire) {
+        Ok(settings) => {
+            eprintln!("worker: new games play under settings v{}", settings.1);
+            live.replace(self_play_config(&settings, config));
+        }
+        Err(e) => {
+            eprintln!("worker: keeping settings v{}: announced v{}: {e}", live.current().settings_version, wire.version)
+        }
+    }
+}
+
+/// Follows the published models and installs each new one, and the settings announced with it;
+/// reconnects with backoff.
+async fn watch_models<H: ModelHost>(
+    mut client: Client,
+    config: RemoteConfig,
+    host: Arc<H>,
+    version: Arc<AtomicU64>,
+    live: Arc<LiveConfig>,
+) {
+    let cache = config.dir.join("models");
     let mut backoff = Backoff::default();
     loop {
         let after_version = version.load(Ordering::SeqCst);
@@ -515,6 +543,7 @@ async fn watch_models<H: ModelHost>(mut client: Client, cache: PathBuf, host: Ar
                 loop {
                     match stream.message().await {
                         Ok(Some(model)) if model.version > version.load(Ordering::SeqCst) => {
+                            follow_settings(&model, &config, &live);
                             match install(&client, &cache, &host, &model).await {
                                 Ok(()) => {
                                     version.store(model.version, Ordering::SeqCst);
@@ -528,7 +557,7 @@ async fn watch_models<H: ModelHost>(mut client: Client, cache: PathBuf, host: Ar
                                 }
                             }
                         }
-                        Ok(Some(_)) => {}
+                        Ok(Some(model)) => follow_settings(&model, &config, &live),
                         Ok(None) => break,
                         Err(status) => {
                             eprintln!("worker: model announcements: {}", status.message());
@@ -558,7 +587,7 @@ async fn install<H: ModelHost>(
     tokio::task::spawn_blocking(move || host.install(&path))
         .await
         .expect("loading a model does not panic")
-        .map_err(|message| RemoteError::Model { version: model.version, message })
+        .map_err(|source| RemoteError::Install { version: model.version, source })
 }
 
 /// Says the worker is alive every `interval`; failures only delay the next one.

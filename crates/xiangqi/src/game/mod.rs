@@ -112,30 +112,6 @@ impl Default for GameConfig {
     }
 }
 
-impl GameConfig {
-    /// Self-play adjudication as command lines and the coordinator's settings carry it, where 0
-    /// turns a limit off: `max_plies` and `material_adjudication` become `None` at 0, and the
-    /// natural move limit is the ruleset's. Workers and the coordinator's replay both build it
-    /// here, so they cannot disagree on what 0 means.
-    ///
-    /// ```
-    /// use xiangqi::game::{GameConfig, Ruleset};
-    ///
-    /// let config = GameConfig::self_play(Ruleset::Chinese2011, 200, 0, false);
-    /// assert_eq!((config.max_plies, config.material_adjudication), (Some(200), None));
-    /// ```
-    pub fn self_play(ruleset: Ruleset, max_plies: u32, material_adjudication: u32, repeater_loses: bool) -> GameConfig {
-        let limit = |n: u32| (n > 0).then_some(n);
-        GameConfig {
-            ruleset,
-            natural_limit: None,
-            max_plies: limit(max_plies),
-            material_adjudication: limit(material_adjudication),
-            repeater_loses,
-        }
-    }
-}
-
 /// Why a game ended.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Reason {

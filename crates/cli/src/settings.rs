@@ -1,0 +1,143 @@
+//! Settings files: a run folder's `settings.toml` holds the play settings (`[play]`, what the
+//! coordinator dictates) and the trainer's (`[train]`); each role is handed the file and reads
+//! its own section. Flags override the file; for `xqz run`, whose file records an experiment, a
+//! flag that contradicts it is refused unless the user says `--override`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use clap::ArgMatches;
+use clap::parser::ValueSource;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use xqz_mcts::PlaySettings;
+use xqz_trainer::TrainSettings;
+
+/// The contents of a settings file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SettingsFile {
+    /// How self-play games are played.
+    pub play: PlaySettings,
+    /// How the trainer trains.
+    pub train: TrainSettings,
+}
+
+impl SettingsFile {
+    /// Reads and checks `path`.
+    pub fn load(path: &Path) -> Result<SettingsFile> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("read settings {}", path.display()))?;
+        let file: SettingsFile = toml::from_str(&text).with_context(|| format!("settings {}", path.display()))?;
+        file.play.validate().with_context(|| format!("settings {}", path.display()))?;
+        file.train.validate().with_context(|| format!("settings {}", path.display()))?;
+        Ok(file)
+    }
+
+    /// Writes the file atomically (a temporary name, then a rename).
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = format!(
+            "# The settings of this run: [play] is what the coordinator dictates to workers, [train]\n\
+             # the trainer's. `xqz run` resumes with them; a flag that contradicts them needs --override.\n{}",
+            toml::to_string(self).context("settings as TOML")?
+        );
+        let tmp = path.with_extension("toml.tmp");
+        std::fs::write(&tmp, text).with_context(|| format!("write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))
+    }
+}
+
+/// A setting given on the command line with another value than the one it overrides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Change {
+    /// The setting's name (the flag is `--` and the name with dashes).
+    pub name: String,
+    /// The value it had.
+    pub before: toml::Value,
+    /// The flag's value.
+    pub after: toml::Value,
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "--{} {} (was {} = {})", self.name.replace('_', "-"), self.after, self.name, self.before)
+    }
+}
+
+/// `base` with every field whose flag was given on the command line (`matches`) taken from
+/// `flags`, which clap filled; and the fields that changed. The field names are clap's ids, so
+/// this holds for every setting without naming any.
+pub fn override_with<T: Serialize + DeserializeOwned>(
+    base: &T,
+    flags: &T,
+    matches: &ArgMatches,
+) -> Result<(T, Vec<Change>)> {
+    let toml::Value::Table(mut merged) = toml::Value::try_from(base).context("settings as TOML")? else {
+        anyhow::bail!("settings are not a table");
+    };
+    let toml::Value::Table(given) = toml::Value::try_from(flags).context("flags as TOML")? else {
+        anyhow::bail!("flags are not a table");
+    };
+    let mut changes = Vec::new();
+    for (name, value) in given {
+        let on_command_line =
+            matches.try_get_raw(&name).is_ok() && matches.value_source(&name) == Some(ValueSource::CommandLine);
+        if on_command_line && merged.get(&name) != Some(&value) {
+            let before = merged.insert(name.clone(), value.clone()).unwrap_or(toml::Value::String(String::new()));
+            changes.push(Change { name, before, after: value });
+        }
+    }
+    Ok((toml::Value::Table(merged).try_into().context("settings from TOML")?, changes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Args, FromArgMatches, Parser};
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        play: PlaySettings,
+        #[command(flatten)]
+        train: TrainSettings,
+    }
+
+    fn parse(args: &[&str]) -> (Flags, ArgMatches) {
+        let command = Flags::augment_args(clap::Command::new("t"));
+        let matches = command.try_get_matches_from(std::iter::once("t").chain(args.iter().copied())).unwrap();
+        (Flags::from_arg_matches(&matches).unwrap(), matches)
+    }
+
+    #[test]
+    fn only_flags_given_override_and_changes_are_named() {
+        let stored = SettingsFile {
+            play: PlaySettings { playouts: 32, late_temperature: 0.5, ..Default::default() },
+            train: TrainSettings { policy_smoothing: 0.3, ..Default::default() },
+        };
+        // Defaults of flags not given (late temperature 1.0) leave the stored values alone.
+        let (flags, matches) = parse(&["--playouts", "64", "--policy-smoothing", "0.3", "--repeater-loses"]);
+        let (play, changes) = override_with(&stored.play, &flags.play, &matches).unwrap();
+        assert_eq!((play.playouts, play.late_temperature, play.repeater_loses), (64, 0.5, true));
+        let names: Vec<_> = changes.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["playouts", "repeater_loses"]);
+        assert_eq!(changes[0].to_string(), "--playouts 64 (was playouts = 32)");
+        let (train, changes) = override_with(&stored.train, &flags.train, &matches).unwrap();
+        assert_eq!((train, changes), (stored.train.clone(), vec![]));
+    }
+
+    #[test]
+    fn the_file_round_trips_and_refuses_unknown_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("settings.toml");
+        let file = SettingsFile {
+            play: PlaySettings { root_policy_temperature: 1.3, ..Default::default() },
+            train: TrainSettings { material_target: 0.5, ..Default::default() },
+        };
+        file.save(&path).unwrap();
+        assert_eq!(SettingsFile::load(&path).unwrap(), file);
+        std::fs::write(&path, "[play]\nplayout = 3\n").unwrap();
+        assert!(format!("{:#}", SettingsFile::load(&path).unwrap_err()).contains("playout"));
+        std::fs::write(&path, "[play]\nplayouts = 0\n").unwrap();
+        assert!(format!("{:#}", SettingsFile::load(&path).unwrap_err()).contains("playouts = 0"));
+    }
+}

@@ -1,0 +1,247 @@
+//! How the trainer trains, as a run folder's `settings.toml` (section `[train]`) and the flags of
+//! `xqz train` and `xqz run` hold it: one type with one [`Default`] and one
+//! [`TrainSettings::validate`], turned into the loop's [`TrainerConfig`] in one place.
+//!
+//! ```
+//! use xqz_trainer::TrainSettings;
+//!
+//! let settings = TrainSettings { lr_schedule: "0:0.02,1000:0.002".into(), ..Default::default() };
+//! assert_eq!(settings.learning_rates()?, vec![(0, 0.02), (1000, 0.002)]);
+//! let bad = TrainSettings { policy_smoothing: 2.0, ..Default::default() };
+//! assert!(bad.validate().unwrap_err().to_string().contains("policy_smoothing"));
+//! # Ok::<(), xqz_trainer::TrainSettingsError>(())
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use xqz_dataset::{GrowingWindow, WindowSize};
+use xqz_net::{ConfigError, Device, ModelConfig, TrainConfig};
+
+use crate::data::Targets;
+use crate::run::TrainerConfig;
+
+/// How the trainer trains; see the module docs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct TrainSettings {
+    /// Model config: tiny, small, standard or a .toml file (a resumed run must match it).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().model))]
+    pub model: String,
+    /// Rows per training step.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().batch_size))]
+    pub batch_size: usize,
+    /// Learning-rate schedule `STEP:RATE,...` (from each step on, its rate; the first at step 0).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().lr_schedule))]
+    pub lr_schedule: String,
+    /// Nesterov momentum, 0 to 1.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().momentum))]
+    pub momentum: f64,
+    /// L2 weight decay, 0 or more.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().weight_decay))]
+    pub weight_decay: f64,
+    /// Training samples allowed per self-play sample in the dataset.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().samples_per_sample))]
+    pub samples_per_sample: f64,
+    /// Share of the search's root estimate in the value target, 0 to 1 (the rest is the game's
+    /// result).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().value_q_ratio))]
+    pub value_q_ratio: f32,
+    /// Share of a uniform spread over the recorded (legal) moves in the policy target, 0 to 1.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().policy_smoothing))]
+    pub policy_smoothing: f32,
+    /// Share of a material estimate of the position in the value target, 0 to 1 (knowledge put
+    /// in, not learnt: it keeps more material better where won games' results saturate).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().material_target))]
+    pub material_target: f32,
+    /// Plies over which the game result's share of the value target fades, the search's root
+    /// estimate taking the rest (0: the share does not fade).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().result_horizon))]
+    pub result_horizon: f32,
+    /// Samples in the dataset before the first step.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().min_samples))]
+    pub min_samples: usize,
+    /// Steps between checkpoints.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().checkpoint_every))]
+    pub checkpoint_every: u64,
+    /// Steps between published models.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().publish_every))]
+    pub publish_every: u64,
+    /// Seed of the initial weights and of the sampling.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().seed))]
+    pub seed: u64,
+}
+
+impl Default for TrainSettings {
+    fn default() -> TrainSettings {
+        TrainSettings {
+            model: "small".into(),
+            batch_size: 256,
+            lr_schedule: "0:0.02,20000:0.006,60000:0.002".into(),
+            momentum: 0.9,
+            weight_decay: 1e-4,
+            samples_per_sample: 4.0,
+            value_q_ratio: 0.0,
+            policy_smoothing: 0.0,
+            material_target: 0.0,
+            result_horizon: 0.0,
+            min_samples: 4096,
+            checkpoint_every: 100,
+            publish_every: 200,
+            seed: 0,
+        }
+    }
+}
+
+/// A train setting that is out of range or cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TrainSettingsError {
+    /// A number outside its range.
+    #[error("train setting {field} = {value} is invalid: expected {expected}")]
+    Invalid {
+        /// The setting's name (as in the settings file).
+        field: &'static str,
+        /// Its value.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
+    /// The model config cannot be found or read.
+    #[error("train setting model: {0}")]
+    Model(#[from] ConfigError),
+}
+
+impl TrainSettings {
+    /// Checks every setting; the error names the first that is wrong.
+    pub fn validate(&self) -> Result<(), TrainSettingsError> {
+        fn check(
+            ok: bool,
+            field: &'static str,
+            value: impl ToString,
+            expected: &'static str,
+        ) -> Result<(), TrainSettingsError> {
+            if ok { Ok(()) } else { Err(TrainSettingsError::Invalid { field, value: value.to_string(), expected }) }
+        }
+        let share = |v: f32| (0.0..=1.0).contains(&v);
+        check(self.batch_size >= 1, "batch_size", self.batch_size, "1 or more")?;
+        self.learning_rates()?;
+        check((0.0..1.0).contains(&self.momentum), "momentum", self.momentum, "0 to 1 (below 1)")?;
+        check(
+            self.weight_decay >= 0.0 && self.weight_decay.is_finite(),
+            "weight_decay",
+            self.weight_decay,
+            "0 or more",
+        )?;
+        check(
+            self.samples_per_sample > 0.0 && self.samples_per_sample.is_finite(),
+            "samples_per_sample",
+            self.samples_per_sample,
+            "a positive number",
+        )?;
+        check(share(self.value_q_ratio), "value_q_ratio", self.value_q_ratio, "0 to 1")?;
+        check(share(self.policy_smoothing), "policy_smoothing", self.policy_smoothing, "0 to 1")?;
+        check(share(self.material_target), "material_target", self.material_target, "0 to 1")?;
+        check(
+            self.result_horizon >= 0.0 && self.result_horizon.is_finite(),
+            "result_horizon",
+            self.result_horizon,
+            "a number of plies, 0 or more",
+        )?;
+        check(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "1 or more")?;
+        check(self.publish_every >= 1, "publish_every", self.publish_every, "1 or more")?;
+        ModelConfig::resolve(&self.model)?;
+        Ok(())
+    }
+
+    /// The learning-rate schedule, sorted by step.
+    pub fn learning_rates(&self) -> Result<Vec<(u64, f64)>, TrainSettingsError> {
+        let invalid = || TrainSettingsError::Invalid {
+            field: "lr_schedule",
+            value: format!("{:?}", self.lr_schedule),
+            expected: "STEP:RATE,... from step 0, with positive rates",
+        };
+        let mut schedule = self
+            .lr_schedule
+            .split(',')
+            .map(|part| {
+                let (step, rate) = part.split_once(':')?;
+                Some((step.trim().parse::<u64>().ok()?, rate.trim().parse::<f64>().ok()?))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(invalid)?;
+        schedule.sort_by_key(|e| e.0);
+        if schedule.first().is_none_or(|e| e.0 != 0) || schedule.iter().any(|e| !(e.1 > 0.0 && e.1.is_finite())) {
+            return Err(invalid());
+        }
+        Ok(schedule)
+    }
+
+    /// The training loop's config: these settings, reading the dataset in `data` and keeping the
+    /// run in `run`, on `device`, stopping after `max_steps` if given.
+    pub fn trainer_config(
+        &self,
+        data: PathBuf,
+        run: PathBuf,
+        device: Device,
+        max_steps: Option<u64>,
+    ) -> Result<TrainerConfig, TrainSettingsError> {
+        self.validate()?;
+        let lr_schedule = self.learning_rates()?;
+        Ok(TrainerConfig {
+            data,
+            run,
+            model: ModelConfig::resolve(&self.model)?,
+            device,
+            optimizer: TrainConfig {
+                learning_rate: lr_schedule[0].1,
+                momentum: self.momentum,
+                weight_decay: self.weight_decay,
+            },
+            lr_schedule,
+            batch_size: self.batch_size,
+            window: WindowSize::Growing(GrowingWindow::default()),
+            samples_per_new_sample: self.samples_per_sample,
+            targets: Targets {
+                value_q_ratio: self.value_q_ratio,
+                policy_smoothing: self.policy_smoothing,
+                result_horizon: self.result_horizon,
+                material_share: self.material_target,
+            },
+            min_samples: self.min_samples,
+            checkpoint_every: self.checkpoint_every,
+            publish_every: self.publish_every,
+            max_steps,
+            poll: Duration::from_secs(2),
+            seed: self.seed,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_every_range_is_checked() {
+        TrainSettings::default().validate().unwrap();
+        let bad = [
+            ("batch_size", TrainSettings { batch_size: 0, ..Default::default() }),
+            ("lr_schedule", TrainSettings { lr_schedule: "5:0.1".into(), ..Default::default() }),
+            ("lr_schedule", TrainSettings { lr_schedule: "0:-1".into(), ..Default::default() }),
+            ("lr_schedule", TrainSettings { lr_schedule: "x".into(), ..Default::default() }),
+            ("momentum", TrainSettings { momentum: 1.0, ..Default::default() }),
+            ("samples_per_sample", TrainSettings { samples_per_sample: 0.0, ..Default::default() }),
+            ("value_q_ratio", TrainSettings { value_q_ratio: -0.1, ..Default::default() }),
+            ("material_target", TrainSettings { material_target: 1.5, ..Default::default() }),
+            ("result_horizon", TrainSettings { result_horizon: f32::NAN, ..Default::default() }),
+            ("publish_every", TrainSettings { publish_every: 0, ..Default::default() }),
+            ("model", TrainSettings { model: "huge".into(), ..Default::default() }),
+        ];
+        for (field, settings) in bad {
+            let error = settings.validate().unwrap_err().to_string();
+            assert!(error.contains(field), "{field}: {error}");
+        }
+    }
+}
