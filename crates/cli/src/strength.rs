@@ -1,6 +1,10 @@
 //! Strength over time for `xqz run`: every newly published model plays a short match (paired
 //! colours, fixed playouts, the rules' draws, 300 plies at most) against the previous one and the
-//! first one; results go to `strength.csv` in the run folder.
+//! first one. The matches are played and recorded as `xqz eval match` plays and records its own
+//! (one runner, one table: the run folder's `eval/games.arrow`, models named `vN`, v0 the random
+//! network), so `xqz eval ladder --run` rates them with every other evaluation of the run; the
+//! per-match summary in `strength.csv` (plotted by `plot::strength`, and the tracker's note of
+//! what it has measured) takes its Elo from the same paired statistics as `xqz eval match`.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -9,17 +13,23 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use xqz_arena::{MatchConfig, play_match};
+use xqz_arena::MatchConfig;
+use xqz_arena::player::{Player, SearchPlayer};
+use xqz_arena::records::MatchLog;
+use xqz_arena::tournament::MatchReport;
 use xqz_net::service::{InferenceService, ServiceConfig};
 use xqz_net::{Device, ModelConfig, Network, checkpoint};
 
-const HEADER: &str = "version,opponent,wins,draws,losses,score,elo,elo_error95";
+/// The columns of `strength.csv`: the match's record, the first player's score, and the Elo of
+/// [`Pentanomial::elo`](xqz_arena::stats::Pentanomial::elo) with its 95% interval (infinite for
+/// a perfect score).
+const HEADER: &str = "version,opponent,wins,draws,losses,score,elo,elo_lower,elo_upper";
 
 /// Settings of the strength matches.
 pub struct Tracker {
     /// The coordinator's model folder (`v<N>.json` files).
     pub models: PathBuf,
-    /// The CSV file of results.
+    /// The CSV file of results; the games go to `eval/` beside it.
     pub out: PathBuf,
     /// Games per match (even).
     pub games: u32,
@@ -54,16 +64,42 @@ fn measured(out: &Path) -> BTreeSet<u64> {
         .collect()
 }
 
+/// One line of `strength.csv` for a match of `version` against `opponent`.
+fn summary_line(version: u64, opponent: u64, report: &MatchReport) -> String {
+    let elo = report.pairs.elo();
+    format!(
+        "{version},{opponent},{},{},{},{:.4},{:.1},{:.1},{:.1}",
+        report.games.wins,
+        report.games.draws,
+        report.games.losses,
+        report.pairs.score(),
+        elo.elo,
+        elo.lower,
+        elo.upper
+    )
+}
+
 impl Tracker {
-    fn load(&self, version: u64) -> Result<Network> {
+    /// Model `version`'s network and training steps.
+    fn load(&self, version: u64) -> Result<(Network, u64)> {
         let path = self.models.join(format!("v{version}.json"));
-        Ok(checkpoint::load(&path, self.device, None).with_context(|| format!("load model v{version}"))?.0)
+        let (net, meta) =
+            checkpoint::load(&path, self.device, None).with_context(|| format!("load model v{version}"))?;
+        Ok((net, meta.info.training_steps))
     }
 
-    /// Plays `version` against `opponent` (0: a random network) and appends the result.
+    /// The run folder, whose `eval/` holds the games.
+    fn run_dir(&self) -> &Path {
+        self.out.parent().unwrap_or(Path::new("."))
+    }
+
+    /// Plays `version` against `opponent` (0: a random network), records its games and appends
+    /// its summary.
     fn measure(&self, version: u64, opponent: u64) -> Result<()> {
-        let candidate = InferenceService::spawn(self.load(version)?, ServiceConfig::default());
-        let other = if opponent == 0 { Network::new(&self.model, self.device) } else { self.load(opponent)? };
+        let (candidate, steps) = self.load(version)?;
+        let candidate = InferenceService::spawn(candidate, ServiceConfig::default());
+        let (other, other_steps) =
+            if opponent == 0 { (Network::new(&self.model, self.device), 0) } else { self.load(opponent)? };
         let other = InferenceService::spawn(other, ServiceConfig::default());
         let config = MatchConfig {
             games: self.games,
@@ -73,22 +109,31 @@ impl Tracker {
             // without its material adjudication would make every game a draw.
             ..MatchConfig::default()
         };
-        let result = play_match(&mut candidate.client(), &mut other.client(), &config)?;
+        let (a, b) = (format!("v{version}"), format!("v{opponent}"));
+        let player = |name: &str, service: &InferenceService| -> Box<dyn Player> {
+            Box::new(SearchPlayer::new(name, service.client(), config.playouts, config.search))
+        };
+        let mut log = MatchLog::open(self.run_dir(), &a, &b, Some(steps), Some(other_steps))?;
+        let report = crate::results::play_recorded(
+            &config.plan(),
+            &|| Ok(player(&a, &candidate)),
+            &|| Ok(player(&b, &other)),
+            &mut log,
+            |_, _| {},
+        )?;
+        // A game a player forfeited is a failed network, not a lost game: stop as the old runner
+        // did rather than record the model as weak.
+        anyhow::ensure!(
+            log.terminations().all(|(reason, _)| reason != "forfeit"),
+            "a strength match of v{version} against v{opponent} had a forfeit (see {})",
+            log.dir().display()
+        );
         let new_file = !self.out.exists();
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.out)?;
         if new_file {
             writeln!(file, "{HEADER}")?;
         }
-        writeln!(
-            file,
-            "{version},{opponent},{},{},{},{:.4},{:.1},{:.1}",
-            result.wins,
-            result.draws,
-            result.losses,
-            result.score(),
-            result.elo(),
-            result.elo_error95()
-        )?;
+        writeln!(file, "{}", summary_line(version, opponent, &report))?;
         Ok(())
     }
 
