@@ -159,3 +159,99 @@ impl Tracker {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use xqz_arena::records::{GameRow, read_games};
+    use xqz_arena::stats::Pentanomial;
+    use xqz_net::checkpoint::CheckpointInfo;
+
+    use super::*;
+
+    /// `xqz eval`'s arguments alone.
+    #[derive(Parser)]
+    struct Eval {
+        #[command(subcommand)]
+        command: crate::eval::EvalCommand,
+    }
+
+    /// The Elo of a match's rows by the arena's paired statistics (rows in pair order).
+    fn pair_elo(rows: &[&GameRow]) -> f64 {
+        let mut pairs = Pentanomial::default();
+        for pair in rows.chunks(2) {
+            pairs.add_pair(pair[0].a_score, pair[1].a_score);
+        }
+        pairs.elo().elo
+    }
+
+    #[test]
+    fn strength_matches_and_eval_matches_land_in_one_table() {
+        let run = tempfile::tempdir().unwrap();
+        let models = run.path().join("coordinator/models");
+        std::fs::create_dir_all(&models).unwrap();
+        let model = ModelConfig::builtin("tiny").unwrap();
+        for (version, steps) in [(1, 10), (2, 20)] {
+            let net = Network::new(&model, Device::Cpu);
+            let info = CheckpointInfo { model_version: version, training_steps: steps, samples_seen: 0 };
+            checkpoint::save(&models.join(format!("v{version}.json")), &net, info).unwrap();
+        }
+        let tracker =
+            Tracker { models, out: run.path().join("strength.csv"), games: 2, playouts: 4, device: Device::Cpu, model };
+        tracker.measure(1, 0).unwrap();
+        tracker.measure(2, 1).unwrap();
+        let out = run.path().to_str().unwrap();
+        let eval = Eval::try_parse_from([
+            "eval",
+            "match",
+            "--a",
+            "material",
+            "--b",
+            "uniform",
+            "--pairs",
+            "1",
+            "--playouts",
+            "8",
+            "--max-plies",
+            "40",
+            "--out",
+            out,
+        ])
+        .unwrap();
+        crate::eval::run(eval.command).unwrap();
+
+        let rows = read_games(run.path()).unwrap();
+        assert_eq!(rows.len(), 6, "{rows:?}");
+        let of = |a: &str, b: &str| rows.iter().filter(|r| r.a == a && r.b == b).collect::<Vec<_>>();
+        let (first, second, eval) = (of("v1", "v0"), of("v2", "v1"), of("material", "uniform"));
+        assert_eq!((first.len(), second.len(), eval.len()), (2, 2, 2), "{rows:?}");
+        assert!(first.iter().all(|r| (r.a_steps, r.b_steps) == (Some(10), Some(0))));
+        assert!(second.iter().all(|r| (r.a_steps, r.b_steps) == (Some(20), Some(10))));
+        assert!(eval.iter().all(|r| (r.a_steps, r.b_steps) == (None, None)));
+
+        // strength.csv summarises the recorded games with the arena's paired Elo.
+        let csv = std::fs::read_to_string(&tracker.out).unwrap();
+        let lines: Vec<&str> = csv.lines().collect();
+        assert_eq!(lines[0], HEADER);
+        for (line, (version, opponent, games)) in lines[1..].iter().zip([(1, 0, &first), (2, 1, &second)]) {
+            let fields: Vec<&str> = line.split(',').collect();
+            assert_eq!(fields[..2], [version.to_string(), opponent.to_string()], "{csv}");
+            let record: Vec<u32> = fields[2..5].iter().map(|f| f.parse().unwrap()).collect();
+            let points = f64::from(record[0]) + f64::from(record[1]) / 2.0;
+            assert_eq!(points, games.iter().map(|r| r.a_score).sum::<f64>(), "{csv}");
+            assert_eq!(fields[6], format!("{:.1}", pair_elo(games)), "{csv}");
+        }
+        assert_eq!(measured(&tracker.out), BTreeSet::from([1, 2]));
+
+        // The ladder takes each game once (strength.csv's matches are in the table) and rates the
+        // tracker's players and eval's together.
+        let games = crate::ladder::games(run.path()).unwrap();
+        assert_eq!(games.iter().map(|g| g.2 + g.3 + g.4).sum::<u32>(), 6);
+        let mut players: Vec<&str> = games.iter().flat_map(|g| [g.0.0.as_str(), g.1.0.as_str()]).collect();
+        players.sort_unstable();
+        players.dedup();
+        assert_eq!(players, ["material", "uniform", "v0", "v1", "v2"]);
+        crate::ladder::run(run.path(), 1.0).unwrap();
+        assert!(run.path().join("ladder.svg").exists());
+    }
+}
