@@ -20,6 +20,10 @@
 //! println!("{result}");
 //! # Ok::<(), xqz_mcts::EvalError>(())
 //! ```
+//!
+//! Every match, this quick one included, is played by [`tournament::run_match`] and scored by
+//! [`stats`]; [`records`] keeps the games of evaluation matches (`xqz eval match`, the strength
+//! tracker of `xqz run`) in one table that `xqz eval ladder` rates whole.
 
 pub mod player;
 pub mod records;
