@@ -20,20 +20,29 @@
 //! println!("{result}");
 //! # Ok::<(), xqz_mcts::EvalError>(())
 //! ```
+//!
+//! Every match, this quick one included, is played by [`tournament::run_match`] and scored by
+//! [`stats`]; [`records`] keeps the games of evaluation matches (`xqz eval match`, the strength
+//! tracker of `xqz run`) in one table that `xqz eval ladder` rates whole.
 
 pub mod player;
+pub mod records;
 pub mod stats;
 pub mod tournament;
 pub mod uci;
 
 use std::fmt;
+use std::sync::{Mutex, PoisonError};
 
 use xiangqi::Color;
 use xiangqi::game::{GameConfig, Outcome};
 use xqz_mcts::{EvalError, Evaluator, SearchConfig};
 
-use crate::player::{SearchPlayer, play_game};
-use crate::tournament::Openings;
+use crate::player::{Player, PlayerError, SearchPlayer};
+use crate::tournament::{MatchPlan, Openings, run_match};
+
+/// Why a player factory of [`play_match`] cannot be called twice.
+const ONE_THREAD: &str = "a one-thread match makes each player once";
 
 /// The Elo difference reported for a score of 0% or 100% (which imply an infinite one).
 const ELO_LIMIT: f64 = 800.0;
@@ -54,6 +63,21 @@ pub struct MatchConfig {
     pub opening_plies: u32,
     /// Seed of the openings: pair `i` draws its opening with [`game_seed`]`(seed, i)`.
     pub seed: u64,
+}
+
+impl MatchConfig {
+    /// The plan [`run_match`] plays this match by: its games as pairs of random openings of
+    /// [`opening_plies`](Self::opening_plies) drawn from [`seed`](Self::seed), one game at a
+    /// time, no early stop.
+    pub fn plan(&self) -> MatchPlan {
+        MatchPlan {
+            pairs: self.games / 2,
+            concurrency: 1,
+            openings: Openings::Random { plies: self.opening_plies, seed: self.seed },
+            game: self.game,
+            sprt: None,
+        }
+    }
 }
 
 impl Default for MatchConfig {
@@ -80,9 +104,9 @@ pub struct MatchResult {
     pub losses: u32,
 }
 
-/// The Elo difference for an expected score, clamped to [`ELO_LIMIT`].
-fn elo_from_score(score: f64) -> f64 {
-    stats::elo_from_score(score).clamp(-ELO_LIMIT, ELO_LIMIT)
+/// An Elo difference clamped to [`ELO_LIMIT`].
+fn clamp_elo(elo: f64) -> f64 {
+    elo.clamp(-ELO_LIMIT, ELO_LIMIT)
 }
 
 impl MatchResult {
@@ -99,26 +123,26 @@ impl MatchResult {
         }
     }
 
-    /// The Elo difference the score implies (first player minus second), within ±800.
+    /// The Elo difference the score implies (first player minus second): the estimate of
+    /// [`stats::elo_wdl`] within ±800.
     pub fn elo(&self) -> f64 {
-        elo_from_score(self.score())
+        clamp_elo(self.estimate().elo)
     }
 
-    /// Half the width of the 95% confidence interval of [`elo`](Self::elo), from the variance of
-    /// the per-game scores; infinite before any game, and 0 when every game scored the same (all
-    /// draws, say), as that variance is then 0.
+    /// Half the width of the 95% interval of [`stats::elo_wdl`], its ends within ±800; infinite
+    /// before any game, and 0 when every game scored the same (all draws, say), as the variance of
+    /// the per-game scores is then 0.
     pub fn elo_error95(&self) -> f64 {
-        let n = self.games();
-        if n == 0 {
+        if self.games() == 0 {
             return f64::INFINITY;
         }
-        let s = self.score();
-        let variance = (f64::from(self.wins) * (1.0 - s).powi(2)
-            + f64::from(self.draws) * (0.5 - s).powi(2)
-            + f64::from(self.losses) * s.powi(2))
-            / f64::from(n);
-        let margin = 1.96 * (variance / f64::from(n)).sqrt();
-        (elo_from_score(s + margin) - elo_from_score(s - margin)) / 2.0
+        let estimate = self.estimate();
+        (clamp_elo(estimate.upper) - clamp_elo(estimate.lower)) / 2.0
+    }
+
+    /// The Elo estimate of the games, unpaired.
+    fn estimate(&self) -> stats::EloEstimate {
+        stats::elo_wdl(self.wins, self.draws, self.losses)
     }
 
     /// Counts one finished game, `first` being the first player's colour in it.
@@ -148,17 +172,19 @@ impl fmt::Display for MatchResult {
 
 /// Plays a match of `a` against `b`, one game at a time, and scores it from `a`'s point of view.
 ///
-/// Each pair of games starts from the same random opening ([`MatchConfig::opening_plies`],
-/// redrawn if it ends the game), `a` playing Red in the first and Black in the second. Every
-/// move is the most visited one of a fresh search by the side to move's own evaluator.
+/// The match is [`config.plan()`](MatchConfig::plan) played by [`run_match`], the runner of every
+/// match: each pair of games starts from the same random opening
+/// ([`MatchConfig::opening_plies`], redrawn if it ends the game), `a` playing Red in the first and
+/// Black in the second. Every move is the most visited one of a fresh search by the side to
+/// move's own evaluator.
 ///
 /// # Errors
-/// The first evaluator error, which ends the match.
+/// The first evaluator error (its game is lost by forfeit and the match played on to its end).
 ///
 /// # Panics
 /// If `config.games` is odd, or no opening of `config.opening_plies` random plies leaves the game
 /// going (a length cap not above them, say).
-pub fn play_match<A: Evaluator + ?Sized, B: Evaluator + ?Sized>(
+pub fn play_match<A: Evaluator + Send + ?Sized, B: Evaluator + Send + ?Sized>(
     a: &mut A,
     b: &mut B,
     config: &MatchConfig,
@@ -168,24 +194,26 @@ pub fn play_match<A: Evaluator + ?Sized, B: Evaluator + ?Sized>(
         "a match has an even number of games (paired openings), not {}",
         config.games
     );
-    let openings = Openings::Random { plies: config.opening_plies, seed: config.seed };
-    let mut a = SearchPlayer::new("a", a, config.playouts, config.search);
-    let mut b = SearchPlayer::new("b", b, config.playouts, config.search);
-    let mut result = MatchResult::default();
-    for pair in 0..config.games / 2 {
-        for first in [Color::Red, Color::Black] {
-            let opening = openings.game(pair, config.game);
-            let (game, forfeit) = if first == Color::Red {
-                play_game(opening, &mut a, &mut b)
-            } else {
-                play_game(opening, &mut b, &mut a)
-            };
-            if let Some(forfeit) = forfeit {
-                // Search players fail only when their evaluator does.
-                return Err(EvalError(forfeit.reason));
-            }
-            result.record(game.outcome(), first);
+    // One thread makes each player once, so each evaluator is lent out exactly once.
+    let (a, b) = (Mutex::new(Some(a)), Mutex::new(Some(b)));
+    let make_a = || -> Result<Box<dyn Player + '_>, PlayerError> {
+        let evaluator = a.lock().unwrap_or_else(PoisonError::into_inner).take().expect(ONE_THREAD);
+        Ok(Box::new(SearchPlayer::new("a", evaluator, config.playouts, config.search)))
+    };
+    let make_b = || -> Result<Box<dyn Player + '_>, PlayerError> {
+        let evaluator = b.lock().unwrap_or_else(PoisonError::into_inner).take().expect(ONE_THREAD);
+        Ok(Box::new(SearchPlayer::new("b", evaluator, config.playouts, config.search)))
+    };
+    let mut failure = None;
+    let report = run_match(&config.plan(), &make_a, &make_b, |game, _| {
+        // Search players fail only when their evaluator does.
+        if let Some(forfeit) = &game.forfeit {
+            failure.get_or_insert_with(|| EvalError(forfeit.reason.clone()));
         }
+    });
+    match (report, failure) {
+        (_, Some(e)) => Err(e),
+        (Ok(report), None) => Ok(report.games),
+        (Err(e), None) => Err(EvalError(e.to_string())),
     }
-    Ok(result)
 }

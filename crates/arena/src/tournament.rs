@@ -152,8 +152,9 @@ pub struct MatchReport {
     pub decided_after: Option<u64>,
 }
 
-/// A maker of a player, called once per thread.
-pub type PlayerFactory<'a> = dyn Fn() -> Result<Box<dyn Player>, PlayerError> + Sync + 'a;
+/// A maker of a player, called once per thread (on that thread); the player may borrow what
+/// the factory does.
+pub type PlayerFactory<'a> = dyn Fn() -> Result<Box<dyn Player + 'a>, PlayerError> + Sync + 'a;
 
 /// Plays `plan` between the players `a` and `b` make, `a` first; hands every game to `on_game`
 /// (pair by pair, both games of a pair together) and returns the totals. The SPRT, if any, is

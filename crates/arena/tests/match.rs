@@ -1,5 +1,5 @@
 //! Matches: a stronger evaluator wins, a player against itself breaks even over paired colours,
-//! seeds reproduce results, evaluator errors end the match, and the Elo arithmetic.
+//! seeds reproduce results, an evaluator error fails the match, and the Elo arithmetic.
 
 use xiangqi::game::{Game, GameConfig};
 use xqz_arena::{MatchConfig, MatchResult, play_match};

@@ -9,8 +9,9 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use xiangqi::game::{GameConfig, Ruleset};
 use xqz_arena::player::{EnginePlayer, Player, PlayerError, SearchPlayer};
+use xqz_arena::records::MatchLog;
 use xqz_arena::stats::{EloModel, Sprt};
-use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings, run_match};
+use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings};
 use xqz_arena::uci::{EngineConfig, Limit};
 use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
 use xqz_net::checkpoint;
@@ -104,7 +105,8 @@ pub struct MatchArgs {
 /// Options of `xqz eval ladder`.
 #[derive(Args)]
 pub struct LadderArgs {
-    /// The folder whose `eval/games.arrow` (and `strength.csv`, for a run) hold the games.
+    /// The folder whose `eval/games.arrow` holds the games (in a run folder, also its strength
+    /// matches; an older run's `strength.csv` is read for those the table lacks).
     #[arg(long)]
     run: PathBuf,
     /// Virtual draws added between each pair of players that met, keeping perfect scores finite.
@@ -273,7 +275,7 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
         game: GameConfig { ruleset: args.ruleset, max_plies: Some(args.max_plies), ..GameConfig::default() },
         sprt,
     };
-    let mut log = results::MatchLog::open(&args.out, &args.a, &args.b, a.steps(), b.steps())?;
+    let mut log = MatchLog::open(&args.out, &args.a, &args.b, a.steps(), b.steps())?;
     println!(
         "{} vs {}: up to {} games, {} at once; records in {}",
         args.a,
@@ -282,7 +284,6 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
         args.concurrency,
         log.dir().display()
     );
-    let mut write_error = None;
     let search = SearchConfig {
         root_fpu: args.root_fpu,
         policy_temperature: args.policy_temperature,
@@ -291,17 +292,17 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
         mate_moves: args.mate_search.mate_moves,
         ..SearchConfig::default()
     };
-    let report = run_match(&plan, &|| a.make(search), &|| b.make(search), |game: &MatchGame, report: &MatchReport| {
-        if let Err(e) = log.append(game) {
-            write_error.get_or_insert(e);
-        }
-        if game.first == xiangqi::Color::Black {
-            println!("pair {}: {}", report.pairs.pairs(), summary(report, plan.sprt.as_ref()));
-        }
-    })?;
-    if let Some(e) = write_error {
-        return Err(e.context("writing the match records"));
-    }
+    let report = results::play_recorded(
+        &plan,
+        &|| a.make(search),
+        &|| b.make(search),
+        &mut log,
+        |game: &MatchGame, report: &MatchReport| {
+            if game.first == xiangqi::Color::Black {
+                println!("pair {}: {}", report.pairs.pairs(), summary(report, plan.sprt.as_ref()));
+            }
+        },
+    )?;
     println!("final: {}", summary(&report, plan.sprt.as_ref()));
     for (reason, count) in log.terminations() {
         println!("  {count:>5} {reason}");

@@ -56,8 +56,12 @@ pub fn losses(metrics: &Path, out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The Elo drawn for a perfect score's unbounded estimate (as `xqz_arena::MatchResult` reports it).
+const ELO_DRAWN: f64 = 800.0;
+
 /// Writes an SVG of the models' Elo over versions, chained from each model's match against the
-/// one before it (the first against a random network, at 0), from `strength.csv`.
+/// one before it (the first against a random network, at 0), from `strength.csv` (an unbounded
+/// Elo, from a perfect score, drawn at ±800).
 pub fn strength(csv: &Path, out: &Path) -> Result<()> {
     let text = std::fs::read_to_string(csv).with_context(|| format!("read {}", csv.display()))?;
     let mut chain: Vec<(u64, f64)> = Vec::new();
@@ -67,6 +71,7 @@ pub fn strength(csv: &Path, out: &Path) -> Result<()> {
             continue;
         };
         let (version, opponent, elo): (u64, u64, f64) = (version.parse()?, opponent.parse()?, elo.parse()?);
+        let elo = elo.clamp(-ELO_DRAWN, ELO_DRAWN);
         let base = chain.iter().find(|(v, _)| *v == opponent).map_or(0.0, |&(_, e)| e);
         if chain.iter().all(|(v, _)| *v != version) && (opponent == 0 || chain.iter().any(|(v, _)| *v == opponent)) {
             chain.push((version, base + elo));

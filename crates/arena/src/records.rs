@@ -1,0 +1,387 @@
+//! The records of evaluation matches, in one format whoever plays them (`xqz eval match`, the
+//! strength tracker of `xqz run`), so that one reader rates every game of a folder together
+//! (`xqz eval ladder`) instead of each producer keeping its own file and its own Elo.
+//!
+//! Every game is appended to `eval/games.pgn` (a PGN-like listing with Chinese notation) and to
+//! the Arrow table `eval/games.arrow` (one row per game, one record batch per match). The table is
+//! rewritten whole through a temporary file, so a crash never leaves half a table, and under a
+//! lock on `eval/games.lock`, so that two processes recording into one folder keep each other's
+//! games.
+//!
+//! ```
+//! use xiangqi::game::GameConfig;
+//! use xqz_arena::player::{Player, SearchPlayer};
+//! use xqz_arena::records::{MatchLog, read_games};
+//! use xqz_arena::tournament::{MatchPlan, Openings, run_match};
+//! use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
+//!
+//! let folder = tempfile::tempdir()?;
+//! let plan = MatchPlan {
+//!     pairs: 1,
+//!     concurrency: 1,
+//!     openings: Openings::Random { plies: 4, seed: 0 },
+//!     game: GameConfig { max_plies: Some(40), ..GameConfig::default() },
+//!     sprt: None,
+//! };
+//! let search = SearchConfig::default();
+//! let material = || Ok(Box::new(SearchPlayer::new("material", MaterialEvaluator, 8, search)) as Box<dyn Player>);
+//! let uniform = || Ok(Box::new(SearchPlayer::new("uniform", UniformEvaluator, 8, search)) as Box<dyn Player>);
+//! let mut log = MatchLog::open(folder.path(), "material", "uniform", None, None)?;
+//! let mut written = Ok(());
+//! run_match(&plan, &material, &uniform, |game, _| {
+//!     if written.is_ok() {
+//!         written = log.append(game);
+//!     }
+//! })?;
+//! written?;
+//! let games = read_games(folder.path())?;
+//! assert_eq!(games.len(), 2);
+//! assert!(games.iter().all(|g| g.a == "material" && g.b == "uniform"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::{BufWriter, Cursor, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+use arrow_ipc::reader::FileReader;
+use arrow_ipc::writer::FileWriter;
+use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
+use xiangqi::Color;
+use xiangqi::notation::{MovetextError, movetext};
+use xqz_dataset::GameResult;
+
+use crate::tournament::MatchGame;
+
+/// The records folder inside an output folder.
+pub const RECORDS_DIR: &str = "eval";
+
+/// The table's file name inside [`RECORDS_DIR`].
+pub const TABLE_FILE: &str = "games.arrow";
+
+/// The listing's file name inside [`RECORDS_DIR`].
+pub const PGN_FILE: &str = "games.pgn";
+
+/// Why the records could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordsError {
+    /// A file could not be created, read, written or replaced.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// The table could not be encoded or decoded.
+    #[error("{}: {source}", path.display())]
+    Arrow {
+        /// The table's file.
+        path: PathBuf,
+        /// What went wrong.
+        source: ArrowError,
+    },
+    /// The file holds a table of other columns.
+    #[error("{} has other columns than a games table", path.display())]
+    Schema {
+        /// The table's file.
+        path: PathBuf,
+    },
+    /// A game handed to the records had not ended.
+    #[error("game of pair {pair} is not over")]
+    Unfinished {
+        /// Its pair.
+        pair: u32,
+    },
+    /// A game's moves could not be written in Chinese notation (an illegal move).
+    #[error("game of pair {pair}: {source}")]
+    Movetext {
+        /// Its pair.
+        pair: u32,
+        /// The move that failed.
+        source: MovetextError,
+    },
+}
+
+/// The result of the records' operations.
+pub type Result<T, E = RecordsError> = std::result::Result<T, E>;
+
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> RecordsError + '_ {
+    move |source| RecordsError::Io { path: path.to_path_buf(), source }
+}
+
+fn arrow_error(path: &Path) -> impl FnOnce(ArrowError) -> RecordsError + '_ {
+    move |source| RecordsError::Arrow { path: path.to_path_buf(), source }
+}
+
+/// The columns of `games.arrow`.
+pub fn schema() -> SchemaRef {
+    let text = |name: &str| Field::new(name, DataType::Utf8, false);
+    Arc::new(Schema::new(vec![
+        text("match_id"),
+        Field::new("end_time_ms", DataType::Int64, false),
+        text("a"),
+        text("b"),
+        Field::new("a_steps", DataType::UInt64, true),
+        Field::new("b_steps", DataType::UInt64, true),
+        Field::new("pair", DataType::UInt32, false),
+        text("a_color"),
+        text("red"),
+        text("black"),
+        text("start_fen"),
+        Field::new("opening_plies", DataType::UInt32, false),
+        text("moves"),
+        Field::new("plies", DataType::UInt32, false),
+        text("result"),
+        text("reason"),
+        text("article"),
+        Field::new("forfeit", DataType::Utf8, true),
+        Field::new("a_score", DataType::Float64, false),
+    ]))
+}
+
+/// One row of the table, as read back: who played whom and how the first player scored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GameRow {
+    /// The match the game belongs to.
+    pub match_id: String,
+    /// First player's name.
+    pub a: String,
+    /// Second player's name.
+    pub b: String,
+    /// Training steps of `a`, if a checkpoint.
+    pub a_steps: Option<u64>,
+    /// Training steps of `b`, if a checkpoint.
+    pub b_steps: Option<u64>,
+    /// `a`'s score: 1, ½ or 0.
+    pub a_score: f64,
+}
+
+/// The records of one match, appended game by game to a folder's `eval/` records.
+pub struct MatchLog {
+    dir: PathBuf,
+    match_id: String,
+    a: String,
+    b: String,
+    steps: (Option<u64>, Option<u64>),
+    pgn: BufWriter<File>,
+    rows: Vec<MatchGame>,
+    times: Vec<i64>,
+    terminations: BTreeMap<String, u32>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Matches opened by this process, so that two opened in one millisecond get different ids.
+static OPENED: AtomicU64 = AtomicU64::new(0);
+
+impl MatchLog {
+    /// Opens `out/eval/` (created if missing) for a match between `a` and `b`, with the training
+    /// steps of those that are checkpoints.
+    ///
+    /// # Errors
+    /// If the folder or the listing cannot be created.
+    pub fn open(out: &Path, a: &str, b: &str, a_steps: Option<u64>, b_steps: Option<u64>) -> Result<MatchLog> {
+        let dir = out.join(RECORDS_DIR);
+        fs::create_dir_all(&dir).map_err(io_error(&dir))?;
+        let pgn_path = dir.join(PGN_FILE);
+        let pgn = fs::OpenOptions::new().create(true).append(true).open(&pgn_path).map_err(io_error(&pgn_path))?;
+        let match_id = format!(
+            "{}-{}-{}",
+            xqz_dataset::export::format_unix_ms(now_ms()),
+            std::process::id(),
+            OPENED.fetch_add(1, Ordering::Relaxed)
+        );
+        Ok(MatchLog {
+            dir,
+            match_id,
+            a: a.to_string(),
+            b: b.to_string(),
+            steps: (a_steps, b_steps),
+            pgn: BufWriter::new(pgn),
+            rows: Vec::new(),
+            times: Vec::new(),
+            terminations: BTreeMap::new(),
+        })
+    }
+
+    /// The records folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The match's id in the table's `match_id` column.
+    pub fn match_id(&self) -> &str {
+        &self.match_id
+    }
+
+    /// Writes one game to the listing and rewrites the table with it, so that an interrupted
+    /// match keeps what it played.
+    ///
+    /// # Errors
+    /// If the game is not over, has an illegal move, or a file cannot be written.
+    pub fn append(&mut self, game: &MatchGame) -> Result<()> {
+        let unfinished = RecordsError::Unfinished { pair: game.pair };
+        let (Some(result), Some(verdict)) = (GameResult::from_outcome(game.outcome), game.outcome.verdict()) else {
+            return Err(unfinished);
+        };
+        let termination = match &game.forfeit {
+            Some(f) => format!("forfeit: {}", f.reason),
+            None => format!("{} ({})", verdict.reason, verdict.article),
+        };
+        let mut text = String::new();
+        for (name, value) in [
+            ("Event", format!("xqz eval {}", self.match_id)),
+            ("Round", format!("{}.{}", game.pair + 1, if game.first == Color::Red { 1 } else { 2 })),
+            ("Red", game.red.clone()),
+            ("Black", game.black.clone()),
+            ("Result", result.pgn().to_string()),
+            ("Termination", termination),
+            ("Ruleset", verdict.ruleset.name().to_string()),
+            ("Plies", game.moves.len().to_string()),
+            ("OpeningPlies", game.opening_plies.to_string()),
+            ("FEN", game.start.to_string()),
+        ] {
+            text.push_str(&format!("[{name} \"{}\"]\n", value.replace('\\', "\\\\").replace('"', "\\\"")));
+        }
+        text.push('\n');
+        text.push_str(
+            &movetext(&game.start, &game.moves).map_err(|source| RecordsError::Movetext { pair: game.pair, source })?,
+        );
+        text.push_str(&format!("{}\n\n", result.pgn()));
+        let pgn_path = self.dir.join(PGN_FILE);
+        self.pgn.write_all(text.as_bytes()).map_err(io_error(&pgn_path))?;
+        self.pgn.flush().map_err(io_error(&pgn_path))?;
+        *self
+            .terminations
+            .entry(match &game.forfeit {
+                Some(_) => "forfeit".to_string(),
+                None => format!("{} {}", result.name(), verdict.reason),
+            })
+            .or_default() += 1;
+        self.rows.push(game.clone());
+        self.times.push(now_ms());
+        self.write_table()
+    }
+
+    /// How the games ended, counted by result and reason.
+    pub fn terminations(&self) -> impl Iterator<Item = (&str, u32)> {
+        self.terminations.iter().map(|(k, v)| (k.as_str(), *v))
+    }
+
+    /// This match's games as one batch (every game is over: [`append`](Self::append) checked).
+    fn batch(&self) -> std::result::Result<RecordBatch, ArrowError> {
+        let n = self.rows.len();
+        let text = |f: &dyn Fn(&MatchGame) -> String| -> ArrayRef {
+            Arc::new(StringArray::from(self.rows.iter().map(f).collect::<Vec<_>>()))
+        };
+        let verdict = |g: &MatchGame| g.outcome.verdict().expect("appended games are over");
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(StringArray::from(vec![self.match_id.clone(); n])),
+            Arc::new(Int64Array::from(self.times.clone())),
+            Arc::new(StringArray::from(vec![self.a.clone(); n])),
+            Arc::new(StringArray::from(vec![self.b.clone(); n])),
+            Arc::new(UInt64Array::from(vec![self.steps.0; n])),
+            Arc::new(UInt64Array::from(vec![self.steps.1; n])),
+            Arc::new(UInt32Array::from(self.rows.iter().map(|g| g.pair).collect::<Vec<_>>())),
+            text(&|g| g.first.to_string()),
+            text(&|g| g.red.clone()),
+            text(&|g| g.black.clone()),
+            text(&|g| g.start.to_string()),
+            Arc::new(UInt32Array::from(self.rows.iter().map(|g| g.opening_plies as u32).collect::<Vec<_>>())),
+            text(&|g| g.moves.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")),
+            Arc::new(UInt32Array::from(self.rows.iter().map(|g| g.moves.len() as u32).collect::<Vec<_>>())),
+            text(&|g| GameResult::from_outcome(g.outcome).map_or("*", |r| r.pgn()).to_string()),
+            text(&|g| verdict(g).reason.to_string()),
+            text(&|g| verdict(g).article.to_string()),
+            Arc::new(StringArray::from(
+                self.rows.iter().map(|g| g.forfeit.as_ref().map(|f| f.reason.clone())).collect::<Vec<_>>(),
+            )),
+            Arc::new(Float64Array::from(self.rows.iter().map(MatchGame::first_score).collect::<Vec<_>>())),
+        ];
+        RecordBatch::try_new(schema(), columns)
+    }
+
+    /// Rewrites `games.arrow` as the other matches' rows plus this one's, under the folder's lock.
+    fn write_table(&self) -> Result<()> {
+        let lock_path = self.dir.join("games.lock");
+        let lock = File::create(&lock_path).map_err(io_error(&lock_path))?;
+        lock.lock().map_err(io_error(&lock_path))?;
+        let path = self.dir.join(TABLE_FILE);
+        let mut batches = read_batches(&path)?
+            .into_iter()
+            .filter(|b| {
+                let ids = b.column(0).as_any().downcast_ref::<StringArray>();
+                !ids.is_some_and(|ids| ids.len() > 0 && ids.value(0) == self.match_id)
+            })
+            .collect::<Vec<_>>();
+        batches.push(self.batch().map_err(arrow_error(&path))?);
+        let tmp = self.dir.join("games.arrow.tmp");
+        {
+            let file = File::create(&tmp).map_err(io_error(&tmp))?;
+            let mut writer = FileWriter::try_new(BufWriter::new(file), &schema()).map_err(arrow_error(&tmp))?;
+            for batch in &batches {
+                writer.write(batch).map_err(arrow_error(&tmp))?;
+            }
+            writer.finish().map_err(arrow_error(&tmp))?;
+            let file = writer.into_inner().map_err(arrow_error(&tmp))?.into_inner().map_err(|e| e.into_error());
+            file.and_then(|f| f.sync_all()).map_err(io_error(&tmp))?;
+        }
+        fs::rename(&tmp, &path).map_err(io_error(&path))?;
+        // Dropping the file releases the lock.
+        drop(lock);
+        Ok(())
+    }
+}
+
+/// The batches of a table file (none if it does not exist); one batch per match.
+fn read_batches(path: &Path) -> Result<Vec<RecordBatch>> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error(path)(e)),
+    };
+    let reader = FileReader::try_new(Cursor::new(bytes), None).map_err(arrow_error(path))?;
+    if reader.schema() != schema() {
+        return Err(RecordsError::Schema { path: path.to_path_buf() });
+    }
+    reader.map(|b| b.map_err(arrow_error(path))).collect()
+}
+
+/// Every game row of a folder's `eval/games.arrow`, in the order written; none if the folder has
+/// no table yet.
+///
+/// # Errors
+/// If the table cannot be read or has other columns.
+pub fn read_games(out: &Path) -> Result<Vec<GameRow>> {
+    let path = out.join(RECORDS_DIR).join(TABLE_FILE);
+    let mut rows = Vec::new();
+    for batch in read_batches(&path)? {
+        // The schema was checked, so every column has its type.
+        let column = |name: &str| batch.column_by_name(name).expect("checked schema");
+        let text = |name: &str| column(name).as_any().downcast_ref::<StringArray>().expect("checked schema").clone();
+        let steps = |name: &str| column(name).as_any().downcast_ref::<UInt64Array>().expect("checked schema").clone();
+        let (ids, a, b) = (text("match_id"), text("a"), text("b"));
+        let (a_steps, b_steps) = (steps("a_steps"), steps("b_steps"));
+        let score = column("a_score").as_any().downcast_ref::<Float64Array>().expect("checked schema").clone();
+        for i in 0..batch.num_rows() {
+            let opt = |s: &UInt64Array| s.is_valid(i).then(|| s.value(i));
+            rows.push(GameRow {
+                match_id: ids.value(i).to_string(),
+                a: a.value(i).to_string(),
+                b: b.value(i).to_string(),
+                a_steps: opt(&a_steps),
+                b_steps: opt(&b_steps),
+                a_score: score.value(i),
+            });
+        }
+    }
+    Ok(rows)
+}

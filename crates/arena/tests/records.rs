@@ -1,0 +1,141 @@
+//! The match table: matches recorded into one folder append to one table that `read_games`
+//! returns whole, interrupted matches keep their games, the listing keeps every game, and a file
+//! of other columns or an unfinished game is refused with its own error.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, StringArray};
+use arrow_ipc::writer::FileWriter;
+use arrow_schema::{DataType, Field, Schema};
+
+use xiangqi::Color;
+use xiangqi::game::{Game, GameConfig, Outcome};
+use xqz_arena::player::{Player, SearchPlayer};
+use xqz_arena::records::{MatchLog, RecordsError, read_games};
+use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings, run_match};
+use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
+
+fn plan(pairs: u32, seed: u64) -> MatchPlan {
+    MatchPlan {
+        pairs,
+        concurrency: 2,
+        openings: Openings::Random { plies: 4, seed },
+        game: GameConfig { max_plies: Some(40), ..GameConfig::default() },
+        sprt: None,
+    }
+}
+
+/// Plays material against uniform for `pairs` pairs and records the match in `out`.
+fn recorded_match(out: &Path, a: &str, b: &str, pairs: u32, steps: (Option<u64>, Option<u64>)) -> MatchReport {
+    let search = SearchConfig::default();
+    let material = || Ok(Box::new(SearchPlayer::new(a, MaterialEvaluator, 8, search)) as Box<dyn Player>);
+    let uniform = || Ok(Box::new(SearchPlayer::new(b, UniformEvaluator, 8, search)) as Box<dyn Player>);
+    let mut log = MatchLog::open(out, a, b, steps.0, steps.1).unwrap();
+    let report = run_match(&plan(pairs, 7), &material, &uniform, |game, _| log.append(game).unwrap()).unwrap();
+    assert_eq!(log.terminations().map(|(_, n)| n).sum::<u32>(), 2 * pairs);
+    report
+}
+
+#[test]
+fn matches_append_to_one_table() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(read_games(dir.path()).unwrap(), vec![], "no table yet: no games");
+    let first = recorded_match(dir.path(), "material", "uniform", 2, (None, None));
+    let second = recorded_match(dir.path(), "v2", "v1", 1, (Some(200), Some(100)));
+    let rows = read_games(dir.path()).unwrap();
+    assert_eq!(rows.len(), 6);
+    let (one, two) = rows.split_at(4);
+    assert!(one.iter().all(|r| r.a == "material" && r.b == "uniform" && r.a_steps.is_none()));
+    assert!(two.iter().all(|r| r.a == "v2" && r.b == "v1" && r.a_steps == Some(200) && r.b_steps == Some(100)));
+    assert!(one.iter().all(|r| r.match_id == one[0].match_id) && two[0].match_id != one[0].match_id);
+    // The table's scores are the report's.
+    let score = |rows: &[xqz_arena::records::GameRow]| rows.iter().map(|r| r.a_score).sum::<f64>();
+    let wins = |r: &MatchReport| f64::from(r.games.wins) + f64::from(r.games.draws) / 2.0;
+    assert_eq!(score(one), wins(&first));
+    assert_eq!(score(two), wins(&second));
+    let pgn = std::fs::read_to_string(dir.path().join("eval/games.pgn")).unwrap();
+    assert_eq!(pgn.matches("[Event ").count(), 6);
+}
+
+#[test]
+fn an_interrupted_match_keeps_its_games() {
+    let dir = tempfile::tempdir().unwrap();
+    recorded_match(dir.path(), "material", "uniform", 1, (None, None));
+    let mut log = MatchLog::open(dir.path(), "uniform", "material", None, None).unwrap();
+    let mut game = Game::new(GameConfig::default());
+    game.push_str("h2e2").unwrap();
+    game.resign(Color::Black).unwrap();
+    let won = MatchGame {
+        pair: 0,
+        first: Color::Red,
+        red: "uniform".into(),
+        black: "material".into(),
+        start: game.start().clone(),
+        opening_plies: 0,
+        moves: game.moves().collect(),
+        outcome: game.outcome(),
+        forfeit: None,
+    };
+    log.append(&won).unwrap();
+    // Dropped before its second game: the first is in the table all the same.
+    drop(log);
+    let rows = read_games(dir.path()).unwrap();
+    assert_eq!(rows.len(), 3);
+    assert_eq!((rows[2].a.as_str(), rows[2].a_score), ("uniform", 1.0));
+}
+
+#[test]
+fn an_unfinished_game_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = MatchLog::open(dir.path(), "a", "b", None, None).unwrap();
+    let game = Game::new(GameConfig::default());
+    let unfinished = MatchGame {
+        pair: 3,
+        first: Color::Black,
+        red: "b".into(),
+        black: "a".into(),
+        start: game.start().clone(),
+        opening_plies: 0,
+        moves: Vec::new(),
+        outcome: Outcome::Ongoing,
+        forfeit: None,
+    };
+    assert!(matches!(log.append(&unfinished), Err(RecordsError::Unfinished { pair: 3 })));
+    assert_eq!(read_games(dir.path()).unwrap(), vec![]);
+}
+
+#[test]
+fn a_file_of_other_columns_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("eval")).unwrap();
+    std::fs::write(dir.path().join("eval/games.arrow"), b"not a table").unwrap();
+    let err = read_games(dir.path()).unwrap_err();
+    assert!(matches!(err, RecordsError::Arrow { .. }), "{err}");
+    assert!(err.to_string().contains("games.arrow"), "{err}");
+
+    // A valid Arrow file, of other columns.
+    let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Utf8, false)]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec!["x"]))]).unwrap();
+    let mut writer = FileWriter::try_new(File::create(dir.path().join("eval/games.arrow")).unwrap(), &schema).unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    assert!(matches!(read_games(dir.path()), Err(RecordsError::Schema { .. })));
+    // And a match recorded there fails rather than dropping the file's rows.
+    let mut log = MatchLog::open(dir.path(), "a", "b", None, None).unwrap();
+    let mut game = Game::new(GameConfig::default());
+    game.resign(Color::Red).unwrap();
+    let lost = MatchGame {
+        pair: 0,
+        first: Color::Red,
+        red: "a".into(),
+        black: "b".into(),
+        start: game.start().clone(),
+        opening_plies: 0,
+        moves: Vec::new(),
+        outcome: game.outcome(),
+        forfeit: None,
+    };
+    assert!(matches!(log.append(&lost), Err(RecordsError::Schema { .. })));
+}
