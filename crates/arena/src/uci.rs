@@ -332,6 +332,8 @@ impl UciEngine {
                     return Err(illegal(format_move(best, self.config.ranks)));
                 }
                 Err(ResponseError::Move { key, source }) if key == "bestmove" => return Err(illegal(source.text)),
+                // Any other `bestmove` line that does not parse (no move, a bad ponder move) still
+                // ends the search, so it cannot be skipped like the lines below.
                 Err(e) if line.split_whitespace().next() == Some("bestmove") => {
                     return Err(EngineError::Protocol(format!("{e} in {line:?}")));
                 }
