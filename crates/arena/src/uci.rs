@@ -23,17 +23,21 @@
 //! variant numbers them 1-10 (`h3e3`, `a10a9`, [`Ranks::FromOne`]) and silently ignores the rest
 //! of a `position ... moves` list at the first move it cannot play, so a wrong dialect shows up as
 //! [`EngineError::IllegalMove`] replies, not as an error from the engine.
+//!
+//! The protocol itself (commands written, responses read, the two dialects) is
+//! [`xqz_uci::protocol`], which our own engine speaks through as well.
 
-use std::fmt;
 use std::io::{self, BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
+use xiangqi::Move;
 use xiangqi::game::Game;
-use xiangqi::{File, Move, Rank, Square};
+use xqz_uci::protocol::{Command, Go, Info, OptionKind, Response, ResponseError, Start};
+pub use xqz_uci::protocol::{ParseMoveError, Ranks, Score, format_move, parse_move};
 
 /// The per-reply timeout of [`EngineConfig::new`] and [`EngineConfig::fairy_stockfish`].
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -43,80 +47,6 @@ const QUIT_GRACE: Duration = Duration::from_secs(1);
 
 /// How long an error waits for an engine that closed its output to report its exit status.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(200);
-
-/// How an engine numbers the ranks in its moves (files are `a`-`i` in both).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Ranks {
-    /// Ranks 0-9 as in [`xiangqi::Move`]: `h2e2` (Pikafish, `xqz uci`).
-    #[default]
-    FromZero,
-    /// Ranks 1-10: `h3e3`, `a10a9` (Fairy-Stockfish's `xiangqi` variant).
-    FromOne,
-}
-
-impl fmt::Display for Ranks {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Ranks::FromZero => "ranks 0-9",
-            Ranks::FromOne => "ranks 1-10",
-        })
-    }
-}
-
-impl Ranks {
-    /// The number a rank is written as.
-    fn number(self, rank: Rank) -> u8 {
-        match self {
-            Ranks::FromZero => rank.index(),
-            Ranks::FromOne => rank.index() + 1,
-        }
-    }
-}
-
-/// A move text that is not a move in the given dialect.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("bad move {text:?} (expected two points like h2e2, files a-i, {ranks})")]
-pub struct ParseMoveError {
-    /// The text.
-    pub text: String,
-    /// The dialect it was read in.
-    pub ranks: Ranks,
-}
-
-/// Writes `mv` in an engine's dialect: `h2e2` with [`Ranks::FromZero`], `h3e3` with
-/// [`Ranks::FromOne`].
-pub fn format_move(mv: Move, ranks: Ranks) -> String {
-    let square = |sq: Square| format!("{}{}", sq.file().char(), ranks.number(sq.rank()));
-    square(mv.from()) + &square(mv.to())
-}
-
-/// Reads a move in an engine's dialect (lowercase files; with [`Ranks::FromOne`] a rank is `1` to
-/// `10`). It is only checked to name two points, not to be legal anywhere.
-pub fn parse_move(text: &str, ranks: Ranks) -> Result<Move, ParseMoveError> {
-    let err = || ParseMoveError { text: text.to_string(), ranks };
-    let (from, rest) = parse_square(text.as_bytes(), ranks).ok_or_else(err)?;
-    let (to, rest) = parse_square(rest, ranks).ok_or_else(err)?;
-    if !rest.is_empty() {
-        return Err(err());
-    }
-    Ok(Move::new(from, to))
-}
-
-/// One point at the start of `text` and the text after it.
-fn parse_square(text: &[u8], ranks: Ranks) -> Option<(Square, &[u8])> {
-    let (&letter, rest) = text.split_first()?;
-    if !(b'a'..=b'i').contains(&letter) {
-        return None;
-    }
-    let file = File::new(letter - b'a')?;
-    let (index, rest) = match (ranks, rest) {
-        (Ranks::FromZero, [d @ b'0'..=b'9', rest @ ..]) => (d - b'0', rest),
-        (Ranks::FromOne, [b'1', b'0', rest @ ..]) => (9, rest),
-        (Ranks::FromOne, [d @ b'1'..=b'9', rest @ ..]) => (d - b'1', rest),
-        _ => return None,
-    };
-    Some((Square::new(file, Rank::new(index)?), rest))
-}
 
 /// How to start and set up an engine.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -239,28 +169,14 @@ impl Limit {
     }
 
     /// The `go` command.
-    fn command(&self) -> String {
-        let mut go = String::from("go");
-        if let Some(depth) = self.depth {
-            go += &format!(" depth {depth}");
-        }
-        if let Some(nodes) = self.nodes {
-            go += &format!(" nodes {nodes}");
-        }
-        if let Some(time) = self.movetime {
-            go += &format!(" movetime {}", time.as_millis().max(1));
-        }
-        go
+    fn command(&self) -> Command {
+        Command::Go(Go {
+            depth: self.depth.map(u64::from),
+            nodes: self.nodes,
+            movetime: self.movetime.map(|time| u64::try_from(time.as_millis()).unwrap_or(u64::MAX).max(1)),
+            ..Go::default()
+        })
     }
-}
-
-/// An evaluation from the side to move's point of view, as UCI reports it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub enum Score {
-    /// Centipawns (`score cp N`).
-    Cp(i32),
-    /// Mate in N moves, negative when the side to move gets mated (`score mate N`).
-    Mate(i32),
 }
 
 /// An engine's answer to `go`.
@@ -352,7 +268,7 @@ impl UciEngine {
         let spawn_error = |source| EngineError::Spawn { command: command_line.clone(), source };
         let (program, args) =
             config.command.split_first().ok_or_else(|| spawn_error(io::Error::other("empty command")))?;
-        let mut child = Command::new(program)
+        let mut child = std::process::Command::new(program)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -383,7 +299,7 @@ impl UciEngine {
 
     /// Tells the engine that a new game starts: `ucinewgame`, then `isready` up to `readyok`.
     pub fn new_game(&mut self) -> Result<(), EngineError> {
-        self.send("ucinewgame")?;
+        self.send(&Command::UciNewGame)?;
         self.sync()
     }
 
@@ -396,35 +312,33 @@ impl UciEngine {
     /// If `limit` is empty.
     pub fn go(&mut self, game: &Game, limit: &Limit) -> Result<Reply, EngineError> {
         assert!(!limit.is_empty(), "a search limit needs nodes, depth or movetime");
-        let mut position = format!("position fen {}", game.start());
-        if !game.is_empty() {
-            position += " moves";
-            for mv in game.moves() {
-                position.push(' ');
-                position += &format_move(mv, self.config.ranks);
-            }
-        }
-        self.send(&position)?;
+        self.send(&Command::Position {
+            start: Start::Fen(Box::new(game.start().clone())),
+            moves: game.moves().collect(),
+        })?;
         self.send(&limit.command())?;
         let deadline = deadline_after(limit.movetime.unwrap_or_default().saturating_add(self.config.timeout));
-        let mut info = Info::default();
+        let mut reported = Reported::default();
+        let illegal = |text: String| EngineError::IllegalMove { text, fen: game.position().to_string() };
         loop {
             let line = self.next_line("bestmove", deadline)?;
-            let mut tokens = line.split_whitespace();
-            match tokens.next() {
-                Some("info") => info.update(&line),
-                Some("bestmove") => {
-                    let text = tokens.next().ok_or_else(|| EngineError::Protocol(format!("no move in {line:?}")))?;
-                    if text == "(none)" || text == "0000" {
-                        return Err(EngineError::NoMove);
-                    }
-                    return match parse_move(text, self.config.ranks) {
-                        Ok(best) if game.legal_moves().contains(&best) => {
-                            Ok(Reply { best, score: info.score, depth: info.depth, nodes: info.nodes })
-                        }
-                        _ => Err(EngineError::IllegalMove { text: text.to_string(), fen: game.position().to_string() }),
-                    };
+            match Response::parse(&line, self.config.ranks) {
+                Ok(Response::Info(info)) => reported.update(&info),
+                Ok(Response::BestMove { best: None, .. }) => return Err(EngineError::NoMove),
+                Ok(Response::BestMove { best: Some(best), .. }) if game.legal_moves().contains(&best) => {
+                    return Ok(Reply { best, score: reported.score, depth: reported.depth, nodes: reported.nodes });
                 }
+                Ok(Response::BestMove { best: Some(best), .. }) => {
+                    return Err(illegal(format_move(best, self.config.ranks)));
+                }
+                Err(ResponseError::Move { key, source }) if key == "bestmove" => return Err(illegal(source.text)),
+                // Any other `bestmove` line that does not parse (no move, a bad ponder move) still
+                // ends the search, so it cannot be skipped like the lines below.
+                Err(e) if line.split_whitespace().next() == Some("bestmove") => {
+                    return Err(EngineError::Protocol(format!("{e} in {line:?}")));
+                }
+                // Other lines (an `info` line that does not parse among them) carry nothing the
+                // reply needs.
                 _ => {}
             }
         }
@@ -432,24 +346,26 @@ impl UciEngine {
 
     /// `uci` ... `uciok`, options, variant, `isready` ... `readyok`.
     fn handshake(&mut self) -> Result<(), EngineError> {
-        self.send("uci")?;
+        self.send(&Command::Uci)?;
         let deadline = deadline_after(self.config.timeout);
         let mut variants: Option<Vec<String>> = None;
         loop {
             let line = self.next_line("uciok", deadline)?;
-            let line = line.trim();
-            if line == "uciok" {
-                break;
-            }
-            if let Some(name) = line.strip_prefix("id name ") {
-                self.name = name.trim().to_string();
-            } else if line.starts_with("option name UCI_Variant ") {
-                let tokens: Vec<&str> = line.split_whitespace().collect();
-                variants = Some(tokens.windows(2).filter(|w| w[0] == "var").map(|w| w[1].to_string()).collect());
+            // Lines that do not parse (a banner, an option of a type UCI lacks) are skipped.
+            match Response::parse(&line, self.config.ranks) {
+                Ok(Response::UciOk) => break,
+                Ok(Response::IdName(name)) => self.name = name,
+                Ok(Response::Option(option)) if option.name == "UCI_Variant" => {
+                    variants = Some(match option.kind {
+                        OptionKind::Combo { vars, .. } => vars,
+                        _ => Vec::new(),
+                    });
+                }
+                _ => {}
             }
         }
         for (name, value) in self.config.options.clone() {
-            self.send(&format!("setoption name {name} value {value}"))?;
+            self.send(&Command::SetOption { name, value: Some(value) })?;
         }
         if let Some(variant) = self.config.variant.clone() {
             match variants {
@@ -463,21 +379,22 @@ impl UciEngine {
                     )));
                 }
             }
-            self.send(&format!("setoption name UCI_Variant value {variant}"))?;
+            self.send(&Command::SetOption { name: "UCI_Variant".to_string(), value: Some(variant) })?;
         }
         self.sync()
     }
 
     /// `isready`, then waits for `readyok`.
     fn sync(&mut self) -> Result<(), EngineError> {
-        self.send("isready")?;
+        self.send(&Command::IsReady)?;
         let deadline = deadline_after(self.config.timeout);
-        while self.next_line("readyok", deadline)?.trim() != "readyok" {}
+        while Response::parse(&self.next_line("readyok", deadline)?, self.config.ranks) != Ok(Response::ReadyOk) {}
         Ok(())
     }
 
     /// Writes one command line.
-    fn send(&mut self, command: &str) -> Result<(), EngineError> {
+    fn send(&mut self, command: &Command) -> Result<(), EngineError> {
+        let command = command.format(self.config.ranks);
         let during = || format!("sending {command:?}");
         let Some(stdin) = self.stdin.as_mut() else {
             return Err(EngineError::Protocol("the engine's input is closed".to_string()));
@@ -566,133 +483,69 @@ fn read_lines(stdout: ChildStdout, tx: Sender<Line>) {
 
 /// What the `info` lines of one search reported last.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-struct Info {
+struct Reported {
     score: Option<Score>,
     depth: Option<u32>,
     nodes: Option<u64>,
 }
 
-impl Info {
-    /// Takes the values of an `info` line; lines of a second or later PV, and `info string`
-    /// text, are ignored, and so are values that do not parse.
-    fn update(&mut self, line: &str) {
-        let mut next = Info::default();
-        let mut tokens = line.split_whitespace().skip(1);
-        while let Some(key) = tokens.next() {
-            match key {
-                "depth" => next.depth = tokens.next().and_then(|t| t.parse().ok()),
-                "nodes" => next.nodes = tokens.next().and_then(|t| t.parse().ok()),
-                // The guard takes the PV's number; for the first PV the line goes on.
-                "multipv" if tokens.next() != Some("1") => return,
-                "score" => {
-                    let kind = tokens.next();
-                    let value = tokens.next().and_then(|t| t.parse().ok());
-                    next.score = match kind {
-                        Some("cp") => value.map(Score::Cp),
-                        Some("mate") => value.map(Score::Mate),
-                        _ => None,
-                    };
-                }
-                // The rest of the line is moves or free text.
-                "pv" | "string" | "refutation" | "currline" => break,
-                _ => {}
-            }
+impl Reported {
+    /// Takes the values of an `info` line; lines of a second or later PV are ignored.
+    fn update(&mut self, info: &Info) {
+        if info.multipv.is_some_and(|k| k != 1) {
+            return;
         }
-        self.score = next.score.or(self.score);
-        self.depth = next.depth.or(self.depth);
-        self.nodes = next.nodes.or(self.nodes);
+        self.score = info.score.or(self.score);
+        self.depth = info.depth.or(self.depth);
+        self.nodes = info.nodes.or(self.nodes);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xiangqi::Position;
-
-    fn mv(text: &str) -> Move {
-        text.parse().unwrap()
-    }
-
-    #[test]
-    fn fairy_stockfish_ranks_start_at_one() {
-        for (ours, theirs) in
-            [("h2e2", "h3e3"), ("a9a8", "a10a9"), ("b2b9", "b3b10"), ("e0e1", "e1e2"), ("i9i0", "i10i1")]
-        {
-            assert_eq!(format_move(mv(ours), Ranks::FromOne), theirs);
-            assert_eq!(parse_move(theirs, Ranks::FromOne), Ok(mv(ours)));
-            assert_eq!(format_move(mv(ours), Ranks::FromZero), ours);
-            assert_eq!(parse_move(ours, Ranks::FromZero), Ok(mv(ours)));
-        }
-    }
-
-    #[test]
-    fn every_square_pair_round_trips_in_both_dialects() {
-        for from in Square::all() {
-            for to in Square::all() {
-                let m = Move::new(from, to);
-                assert_eq!(format_move(m, Ranks::FromZero), m.to_string());
-                for ranks in [Ranks::FromZero, Ranks::FromOne] {
-                    assert_eq!(parse_move(&format_move(m, ranks), ranks), Ok(m), "{m} in {ranks}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn legal_moves_of_positions_round_trip() {
-        let mut pos = Position::startpos();
-        for text in ["h2e2", "h9g7", "h0g2", "i9h9", "i0h0", "b9c7", "e2e6", "a6a5"] {
-            for &m in &pos.legal_moves() {
-                let one = format_move(m, Ranks::FromOne);
-                let tens = [m.from(), m.to()].iter().filter(|sq| sq.rank().index() == 9).count();
-                assert_eq!(one.len(), 4 + tens, "{one}");
-                assert_eq!(parse_move(&one, Ranks::FromOne), Ok(m));
-                assert_eq!(parse_move(&m.to_string(), Ranks::FromZero), Ok(m));
-            }
-            pos.play(mv(text)).unwrap();
-        }
-    }
-
-    #[test]
-    fn malformed_moves_are_rejected() {
-        for text in
-            ["", "a", "a1", "a1a", "a0a1", "a1a0", "a11a1", "a01a2", "j1a1", "A1A2", "a1a2 ", "a1-a2", "a10a10x"]
-        {
-            let err = parse_move(text, Ranks::FromOne).unwrap_err();
-            assert_eq!(err, ParseMoveError { text: text.to_string(), ranks: Ranks::FromOne });
-        }
-        for text in ["", "a10a9", "a9a10", "j0a0", "h2e", "h2e2e", "H2E2", "h2-e2", "(none)", "0000"] {
-            assert!(parse_move(text, Ranks::FromZero).is_err(), "{text}");
-        }
-        assert_eq!(parse_move("a10a10", Ranks::FromOne), Ok(mv("a9a9")));
-        assert!(parse_move("a9a8", Ranks::FromZero).is_ok());
-    }
 
     #[test]
     fn info_lines_keep_the_last_values_of_the_first_pv() {
-        let mut info = Info::default();
-        info.update(
-            "info depth 5 seldepth 6 multipv 1 score cp 117 nodes 2842 nps 123565 tbhits 0 time 23 pv h1g3 b8c8",
+        // The values reported after each line.
+        let mut reported = Reported::default();
+        let mut update = |line: &str| match Response::parse(line, Ranks::FromOne) {
+            Ok(Response::Info(info)) => {
+                reported.update(&info);
+                reported
+            }
+            other => panic!("{line}: {other:?}"),
+        };
+        assert_eq!(
+            update(
+                "info depth 5 seldepth 6 multipv 1 score cp 117 nodes 2842 nps 123565 tbhits 0 time 23 pv h1g3 b8c8"
+            ),
+            Reported { score: Some(Score::Cp(117)), depth: Some(5), nodes: Some(2842) }
         );
-        assert_eq!(info, Info { score: Some(Score::Cp(117)), depth: Some(5), nodes: Some(2842) });
-        info.update("info multipv 2 depth 9 score cp 3 nodes 99999");
-        info.update("info string depth 40 score cp 1 nodes 7");
-        info.update("info depth 6 currmove h2e2 currmovenumber 1");
-        assert_eq!(info, Info { score: Some(Score::Cp(117)), depth: Some(6), nodes: Some(2842) });
-        info.update("info depth 7 seldepth 9 score mate -3 upperbound nodes 5000 pv a10a9 nodes 1");
-        assert_eq!(info, Info { score: Some(Score::Mate(-3)), depth: Some(7), nodes: Some(5000) });
-        let mut mated = Info::default();
-        mated.update("info depth 0 score mate 0");
-        assert_eq!(mated, Info { score: Some(Score::Mate(0)), depth: Some(0), nodes: None });
+        update("info multipv 2 depth 9 score cp 3 nodes 99999");
+        update("info string depth 40 score cp 1 nodes 7");
+        assert_eq!(
+            update("info depth 6 currmove h2e2 currmovenumber 1"),
+            Reported { score: Some(Score::Cp(117)), depth: Some(6), nodes: Some(2842) }
+        );
+        assert_eq!(
+            update("info depth 7 seldepth 9 score mate -3 upperbound nodes 5000 pv a10a9"),
+            Reported { score: Some(Score::Mate(-3)), depth: Some(7), nodes: Some(5000) }
+        );
+        let mut mated = Reported::default();
+        mated.update(&Info { depth: Some(0), score: Some(Score::Mate(0)), ..Info::default() });
+        assert_eq!(mated, Reported { score: Some(Score::Mate(0)), depth: Some(0), nodes: None });
     }
 
     #[test]
     fn limits_make_go_commands() {
-        assert_eq!(Limit::depth(3).command(), "go depth 3");
-        assert_eq!(Limit::nodes(500).command(), "go nodes 500");
-        assert_eq!(Limit::movetime(Duration::from_micros(10)).command(), "go movetime 1");
+        let go = |limit: Limit| limit.command().format(Ranks::FromOne);
+        assert_eq!(go(Limit::depth(3)), "go depth 3");
+        assert_eq!(go(Limit::nodes(500)), "go nodes 500");
+        assert_eq!(go(Limit::movetime(Duration::from_micros(10))), "go movetime 1");
+        assert_eq!(go(Limit::movetime(Duration::MAX)), format!("go movetime {}", u64::MAX));
         let all = Limit { nodes: Some(9), depth: Some(2), movetime: Some(Duration::from_millis(250)) };
-        assert_eq!(all.command(), "go depth 2 nodes 9 movetime 250");
+        assert_eq!(go(all), "go depth 2 nodes 9 movetime 250");
         assert!(Limit::default().is_empty() && !all.is_empty());
     }
 

@@ -8,20 +8,16 @@
 //! `/usr/games/fairy-stockfish`, as in the `xiangqi` crate's differential test.
 #![cfg(unix)]
 
-#[path = "../../../tests/support/fairy_stockfish.rs"]
-mod fairy_stockfish;
-#[path = "../../../tests/support/games.rs"]
-mod games;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use games::game_after;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use xiangqi::game::{Game, GameConfig};
 use xiangqi::{Move, Position};
 use xqz_arena::uci::{EngineConfig, EngineError, Limit, Ranks, Score, UciEngine};
+use xqz_test_support::fairy_stockfish;
+use xqz_test_support::games::game_after;
 
 fn fairy_stockfish() -> UciEngine {
     let mut config = EngineConfig::fairy_stockfish(fairy_stockfish::engine_path().to_string_lossy());

@@ -2,9 +2,6 @@
 //! which every game must end with a legal, adjudicated result that the records keep; an SPRT
 //! that stops a lopsided match early; and the ladder over the recorded games.
 
-#[path = "../../../tests/support/fairy_stockfish.rs"]
-mod fairy_stockfish;
-
 mod common;
 
 use std::fs::File;
@@ -16,6 +13,7 @@ use arrow_ipc::reader::FileReader;
 use xiangqi::game::{Game, GameConfig, Outcome};
 use xiangqi::{Color, Position};
 use xqz_dataset::GameResult;
+use xqz_test_support::fairy_stockfish;
 
 fn xqz(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).output().unwrap();

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-#[path = "../../../tests/support/python.rs"]
-mod support;
+use xqz_test_support::python as support;
 
 /// Kills the child if the test fails before stopping it.
 struct Guard(Child);

@@ -2,17 +2,15 @@
 //! handshake, options, a position with moves, `go nodes`, `stop` during `go infinite`, garbage.
 
 mod common;
-#[path = "../../../tests/support/games.rs"]
-mod games;
 
 use std::io::{BufRead, BufReader, Lines, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::time::Duration;
 
-use games::game_after;
 use xiangqi::Move;
 use xiangqi::game::{Game, GameConfig};
+use xqz_test_support::games::game_after;
 
 /// A running `xqz uci`, killed when dropped; its lines arrive through a channel so every wait
 /// has a timeout.

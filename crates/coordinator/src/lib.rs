@@ -167,7 +167,9 @@ pub async fn serve(
         Some(at) => {
             let metrics = TcpListener::bind(at).await.at(at.to_string())?;
             let bound = metrics.local_addr().at(at.to_string())?;
-            tokio::spawn(metrics::serve_metrics(metrics, state.clone(), stop_rx.clone()));
+            let scraped = state.clone();
+            let render: metrics::Render = Arc::new(move || scraped.metrics.render(scraped.workers_alive()));
+            tokio::spawn(metrics::serve_metrics(metrics, render, stop_rx.clone()));
             Some(bound)
         }
         None => None,

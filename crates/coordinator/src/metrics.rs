@@ -9,8 +9,6 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::service::State;
-
 /// Upper bounds (seconds) of the ingest latency histogram buckets.
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
@@ -68,8 +66,11 @@ impl Metrics {
     }
 }
 
-/// Answers every GET on `listener` with the metrics until `stop` turns true.
-pub(crate) async fn serve_metrics(listener: TcpListener, state: Arc<State>, mut stop: watch::Receiver<bool>) {
+/// The exposition text, rendered afresh for each scrape.
+pub(crate) type Render = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// Answers every GET on `listener` with `render`'s text until `stop` turns true.
+pub(crate) async fn serve_metrics(listener: TcpListener, render: Render, mut stop: watch::Receiver<bool>) {
     loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -79,14 +80,14 @@ pub(crate) async fn serve_metrics(listener: TcpListener, state: Arc<State>, mut 
             },
             _ = stop.wait_for(|s| *s) => return,
         };
-        let state = state.clone();
+        let render = render.clone();
         tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(10), answer(stream, &state)).await;
+            let _ = tokio::time::timeout(Duration::from_secs(10), answer(stream, &*render)).await;
         });
     }
 }
 
-async fn answer(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
+async fn answer(mut stream: TcpStream, render: &(dyn Fn() -> String + Send + Sync)) -> std::io::Result<()> {
     let mut request = Vec::with_capacity(1024);
     let mut buf = [0u8; 1024];
     while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 16 * 1024 {
@@ -97,7 +98,7 @@ async fn answer(mut stream: TcpStream, state: &State) -> std::io::Result<()> {
         request.extend_from_slice(&buf[..n]);
     }
     let (status, body) = if request.starts_with(b"GET ") {
-        ("200 OK", state.metrics.render(state.workers_alive()))
+        ("200 OK", render())
     } else {
         ("405 Method Not Allowed", "only GET\n".to_string())
     };

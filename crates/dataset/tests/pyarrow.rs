@@ -6,11 +6,9 @@ mod common;
 use std::process::Command;
 
 use xqz_dataset::{Compression, Dataset, export};
+use xqz_test_support::python as support;
 
 use common::*;
-
-#[path = "../../../tests/support/python.rs"]
-mod support;
 
 const CHECK: &str = r#"
 import json, sys

@@ -33,11 +33,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tch::{Device, Tensor};
 
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, TrainConfig};
 use crate::encoding::ENCODING_VERSION;
 use crate::model::Network;
 use crate::policy::POLICY_SIZE;
-use crate::train::TrainConfig;
 
 /// Version of the checkpoint layout: its metadata and the network's tensors (2: the value head
 /// pools over the board, so version 1 weights no longer fit).

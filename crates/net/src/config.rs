@@ -111,3 +111,20 @@ impl ModelConfig {
         Ok(())
     }
 }
+
+/// Optimizer settings.
+#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainConfig {
+    /// Step size.
+    pub learning_rate: f64,
+    /// Nesterov momentum.
+    pub momentum: f64,
+    /// L2 coefficient on convolution and linear weights (not biases or batch-norm parameters).
+    pub weight_decay: f64,
+}
+
+impl Default for TrainConfig {
+    fn default() -> TrainConfig {
+        TrainConfig { learning_rate: 0.02, momentum: 0.9, weight_decay: 1e-4 }
+    }
+}

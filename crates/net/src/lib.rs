@@ -27,10 +27,10 @@ pub mod service;
 pub mod train;
 
 pub use checkpoint::{CheckpointError, CheckpointInfo, CheckpointMeta};
-pub use config::{ConfigError, ModelConfig};
+pub use config::{ConfigError, ModelConfig, TrainConfig};
 pub use device::{DeviceError, parse_device};
 pub use model::{BatchPrediction, Network, Prediction};
-pub use train::{Losses, TrainBatch, TrainConfig, TrainError, Trainer};
+pub use train::{Losses, TrainBatch, TrainError, Trainer};
 
 /// Re-exported so that callers name devices without depending on tch themselves.
 pub use tch::Device;

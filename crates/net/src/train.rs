@@ -29,31 +29,13 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
 use crate::checkpoint::{self, CheckpointError, CheckpointInfo, CheckpointMeta};
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, TrainConfig};
 use crate::encoding::{HEIGHT, INPUT_SIZE, PLANES, WIDTH};
 use crate::model::Network;
 use crate::policy::POLICY_SIZE;
-
-/// Optimizer settings.
-#[derive(Copy, Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TrainConfig {
-    /// Step size.
-    pub learning_rate: f64,
-    /// Nesterov momentum.
-    pub momentum: f64,
-    /// L2 coefficient on convolution and linear weights (not biases or batch-norm parameters).
-    pub weight_decay: f64,
-}
-
-impl Default for TrainConfig {
-    fn default() -> TrainConfig {
-        TrainConfig { learning_rate: 0.02, momentum: 0.9, weight_decay: 1e-4 }
-    }
-}
 
 /// One batch of training data, row-major, in the network's frame.
 #[derive(Copy, Clone, Debug)]

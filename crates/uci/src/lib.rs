@@ -29,16 +29,26 @@
 //! remaining time: time / movestogo (30 if not given) + 3/4 of the increment, less the move
 //! overhead), stop the search by the clock; `infinite` searches until `stop`; with no limit the
 //! `Playouts` option applies. The tightest limit wins.
+//!
+//! The messages themselves are read and written by [`protocol`], which the arena's client for
+//! external engines shares.
+
+pub mod protocol;
 
 use std::collections::VecDeque;
-use std::fmt::Write as _;
 use std::io::{self, BufRead, Write};
 use std::sync::mpsc::{self, Receiver};
 use std::time::{Duration, Instant};
 
-use xiangqi::game::{Game, GameConfig};
+use thiserror::Error;
+use xiangqi::game::{Game, GameConfig, GameError};
 use xiangqi::{Move, Position};
 use xqz_mcts::{Evaluator, Line, SearchConfig, Tree, UniformEvaluator, search_until};
+
+use crate::protocol::{Command, CommandError, Go, Info, OptionKind, OptionSpec, Ranks, Response, Score, Start};
+
+/// The dialect the engine speaks: ranks 0-9, as Pikafish.
+const RANKS: Ranks = Ranks::FromZero;
 
 /// Builds the evaluator for the current options (the model file, device and threads); called
 /// when the engine starts searching or answers `isready` after one of those changed.
@@ -110,16 +120,47 @@ pub struct Engine {
     game: Game,
 }
 
-/// What `go` asked for.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct GoLimits {
-    nodes: Option<u64>,
-    depth: Option<u32>,
-    movetime: Option<u64>,
-    time: [Option<u64>; 2],
-    inc: [Option<u64>; 2],
-    movestogo: Option<u64>,
-    infinite: bool,
+/// Why the engine refuses a well-formed command.
+#[derive(Debug, Error)]
+enum Refusal {
+    /// `setoption` of an option the engine does not have.
+    #[error("no option {0:?}")]
+    NoOption(String),
+    /// A spin option's value that is not a whole number in its range.
+    #[error("option {name} takes a whole number from {min} to {max}, not {value:?}")]
+    Number {
+        /// The option.
+        name: String,
+        /// Its least value.
+        min: u32,
+        /// Its greatest value.
+        max: u32,
+        /// The value given.
+        value: String,
+    },
+    /// A check option's value that is not `true` or `false`.
+    #[error("option {name} is true or false, not {value:?}")]
+    Check {
+        /// The option.
+        name: &'static str,
+        /// The value given.
+        value: String,
+    },
+    /// A move of `position` that is not legal where it is played.
+    #[error("move {number} ({mv}) in {fen}: {source}")]
+    IllegalMove {
+        /// Its number in the list, from 1.
+        number: usize,
+        /// The move.
+        mv: Move,
+        /// The position it was played in.
+        fen: String,
+        /// Why it cannot be played.
+        source: GameError,
+    },
+    /// A `go` argument the search has no use for.
+    #[error("go {0} is not supported")]
+    Unsupported(&'static str),
 }
 
 /// The session's input: lines from a reader thread, and lines put back while searching.
@@ -128,9 +169,15 @@ struct Input {
     pending: VecDeque<String>,
 }
 
-fn emit(out: &mut impl Write, line: &str) -> io::Result<()> {
-    writeln!(out, "{line}")?;
+/// Writes one response line.
+fn emit(out: &mut impl Write, response: &Response) -> io::Result<()> {
+    writeln!(out, "{}", response.format(RANKS))?;
     out.flush()
+}
+
+/// Writes `info string error: MESSAGE`.
+fn emit_error(out: &mut impl Write, message: impl std::fmt::Display) -> io::Result<()> {
+    emit(out, &Response::info_string(format!("error: {message}")))
 }
 
 impl Engine {
@@ -190,55 +237,63 @@ impl Engine {
 
     /// Handles one command line; false after `quit`.
     fn command(&mut self, line: &str, input: &mut Input, out: &mut impl Write) -> io::Result<bool> {
-        let tokens: Vec<&str> = line.split_whitespace().collect();
-        let Some((&command, args)) = tokens.split_first() else {
-            return Ok(true);
+        let command = match Command::parse(line, RANKS) {
+            Ok(command) => command,
+            Err(CommandError::Empty) => return Ok(true),
+            Err(CommandError::Position(e)) => {
+                emit_error(out, format_args!("{e}; position unchanged"))?;
+                return Ok(true);
+            }
+            Err(CommandError::Go(e)) => {
+                emit_error(out, format_args!("{e}; searching with the default limit"))?;
+                return self.go(&Go::default(), input, out);
+            }
+            Err(e) => {
+                emit_error(out, e)?;
+                return Ok(true);
+            }
         };
         match command {
-            "uci" => {
-                emit(out, &format!("id name {}", self.name))?;
-                emit(out, "id author the xqzero authors")?;
-                for option in option_lines(&self.options) {
-                    emit(out, &option)?;
+            Command::Uci => {
+                emit(out, &Response::IdName(self.name.clone()))?;
+                emit(out, &Response::IdAuthor("the xqzero authors".to_string()))?;
+                for option in option_specs(&self.options) {
+                    emit(out, &Response::Option(option))?;
                 }
-                emit(out, "uciok")?;
+                emit(out, &Response::UciOk)?;
             }
-            "isready" => {
+            Command::IsReady => {
                 self.ensure_loaded(out)?;
-                emit(out, "readyok")?;
+                emit(out, &Response::ReadyOk)?;
             }
-            "setoption" => {
-                if let Err(message) = self.set_option(args) {
-                    emit(out, &format!("info string error: {message}"))?;
+            Command::SetOption { name, value } => {
+                if let Err(e) = self.set_option(&name, value.as_deref().unwrap_or("")) {
+                    emit_error(out, e)?;
                 }
             }
-            "ucinewgame" => self.game = Game::new(GameConfig::default()),
-            "position" => match parse_position(args) {
+            Command::UciNewGame => self.game = Game::new(GameConfig::default()),
+            Command::Position { start, moves } => match game_after(start, &moves) {
                 Ok(game) => self.game = game,
-                Err(message) => emit(out, &format!("info string error: {message}; position unchanged"))?,
+                Err(e) => emit_error(out, format_args!("{e}; position unchanged"))?,
             },
-            "go" => return self.go(args, input, out),
-            "d" => emit(out, &format!("info string fen {} plies {}", self.game.position(), self.game.len()))?,
-            "stop" | "ponderhit" => {}
-            "quit" => return Ok(false),
-            _ => emit(out, &format!("info string error: unknown command {line:?}"))?,
+            Command::Go(go) => return self.go(&go, input, out),
+            Command::Display => {
+                emit(out, &Response::info_string(format!("fen {} plies {}", self.game.position(), self.game.len())))?
+            }
+            Command::Stop | Command::PonderHit => {}
+            Command::Quit => return Ok(false),
         }
         Ok(true)
     }
 
-    fn set_option(&mut self, args: &[&str]) -> Result<(), String> {
-        let text = args.join(" ");
-        let rest = text.strip_prefix("name ").ok_or("expected setoption name <id> [value <x>]")?;
-        let (name, value) = match rest.split_once(" value ") {
-            Some((name, value)) => (name.trim(), value.trim()),
-            None => (rest.trim(), ""),
-        };
-        let number = |min: u32, max: u32| -> Result<u32, String> {
-            value
-                .parse::<u32>()
-                .ok()
-                .filter(|v| (min..=max).contains(v))
-                .ok_or_else(|| format!("option {name} takes a whole number from {min} to {max}, not {value:?}"))
+    fn set_option(&mut self, name: &str, value: &str) -> Result<(), Refusal> {
+        let number = |min: u32, max: u32| -> Result<u32, Refusal> {
+            value.parse::<u32>().ok().filter(|v| (min..=max).contains(v)).ok_or_else(|| Refusal::Number {
+                name: name.to_string(),
+                min,
+                max,
+                value: value.to_string(),
+            })
         };
         let options = &mut self.options;
         match name.to_ascii_lowercase().as_str() {
@@ -262,10 +317,10 @@ impl Engine {
                 options.show_wdl = match value {
                     "true" => true,
                     "false" => false,
-                    _ => return Err(format!("option UCI_ShowWDL is true or false, not {value:?}")),
+                    _ => return Err(Refusal::Check { name: "UCI_ShowWDL", value: value.to_string() }),
                 }
             }
-            _ => return Err(format!("no option {name:?}")),
+            _ => return Err(Refusal::NoOption(name.to_string())),
         }
         Ok(())
     }
@@ -276,21 +331,21 @@ impl Engine {
         if self.evaluator.is_none() {
             match (self.loader)(&self.options) {
                 Ok(evaluator) => self.evaluator = Some(evaluator),
-                Err(message) => emit(
-                    out,
-                    &format!("info string error: no model loaded ({message}); searching with uniform priors"),
-                )?,
+                Err(message) => {
+                    emit_error(out, format_args!("no model loaded ({message}); searching with uniform priors"))?;
+                }
             }
         }
         Ok(())
     }
 
-    fn go(&mut self, args: &[&str], input: &mut Input, out: &mut impl Write) -> io::Result<bool> {
-        let limits = match parse_go(args) {
-            Ok(limits) => limits,
-            Err(message) => {
-                emit(out, &format!("info string error: {message}; searching with the default limit"))?;
-                GoLimits::default()
+    fn go(&mut self, go: &Go, input: &mut Input, out: &mut impl Write) -> io::Result<bool> {
+        let default = Go::default();
+        let limits = match supported(go) {
+            Ok(()) => go,
+            Err(e) => {
+                emit_error(out, format_args!("{e}; searching with the default limit"))?;
+                &default
             }
         };
         self.ensure_loaded(out)?;
@@ -302,13 +357,13 @@ impl Engine {
             self.game.clone()
         };
         if game.outcome().is_over() {
-            emit(out, "info string the side to move has no legal move")?;
-            emit(out, "bestmove (none)")?;
+            emit(out, &Response::info_string("the side to move has no legal move"))?;
+            emit(out, &Response::BestMove { best: None, ponder: None })?;
             return Ok(true);
         }
         let start = Instant::now();
-        let budget = playout_budget(&limits, self.options.playouts);
-        let deadline = time_budget(&limits, game.position().turn().index(), self.options.move_overhead)
+        let budget = playout_budget(limits, self.options.playouts);
+        let deadline = time_budget(limits, game.position().turn().index(), self.options.move_overhead)
             .map(|budget| start + budget);
         let config = SearchConfig { leaves_per_batch: self.options.batch_size as usize, ..SearchConfig::default() };
         let mut tree = Tree::new(game.clone());
@@ -320,17 +375,17 @@ impl Engine {
             let options = &self.options;
             let mut poll = |tree: &Tree| {
                 while let Ok(line) = input.rx.try_recv() {
-                    match line.split_whitespace().next() {
-                        Some("stop") => stopped = true,
-                        Some("quit") => (stopped, quit) = (true, true),
-                        Some("isready") => failure = emit(out, "readyok").err().or(failure.take()),
+                    match Command::parse(&line, RANKS) {
+                        Ok(Command::Stop) => stopped = true,
+                        Ok(Command::Quit) => (stopped, quit) = (true, true),
+                        Ok(Command::IsReady) => failure = emit(out, &Response::ReadyOk).err().or(failure.take()),
                         _ => input.pending.push_back(line),
                     }
                 }
                 if last_info.elapsed() >= INFO_EVERY {
                     last_info = Instant::now();
-                    for line in info_lines(tree, start.elapsed(), options) {
-                        failure = emit(out, &line).err().or(failure.take());
+                    for info in infos(tree, start.elapsed(), options) {
+                        failure = emit(out, &Response::Info(info)).err().or(failure.take());
                     }
                 }
                 stopped || deadline.is_some_and(|d| Instant::now() >= d)
@@ -350,28 +405,25 @@ impl Engine {
             return Err(e);
         }
         if let Some(e) = evaluator_error {
-            emit(out, &format!("info string error: {e}; this move comes from the rules alone"))?;
+            emit_error(out, format_args!("{e}; this move comes from the rules alone"))?;
         }
         // `go infinite` answers only after `stop`, even if the playouts run out first.
         while limits.infinite && !stopped {
             let Ok(line) = input.rx.recv() else { break };
-            match line.split_whitespace().next() {
-                Some("stop") => stopped = true,
-                Some("quit") => (stopped, quit) = (true, true),
-                Some("isready") => emit(out, "readyok")?,
+            match Command::parse(&line, RANKS) {
+                Ok(Command::Stop) => stopped = true,
+                Ok(Command::Quit) => (stopped, quit) = (true, true),
+                Ok(Command::IsReady) => emit(out, &Response::ReadyOk)?,
                 _ => input.pending.push_back(line),
             }
         }
-        for line in info_lines(&tree, start.elapsed(), &self.options) {
-            emit(out, &line)?;
+        for info in infos(&tree, start.elapsed(), &self.options) {
+            emit(out, &Response::Info(info))?;
         }
         let lines = tree.lines();
         let best = choose(&game, tree.root().best_move(), &lines);
-        let ponder = lines.iter().find(|l| l.moves[0] == best).and_then(|l| l.moves.get(1));
-        match ponder {
-            Some(reply) => emit(out, &format!("bestmove {best} ponder {reply}"))?,
-            None => emit(out, &format!("bestmove {best}"))?,
-        }
+        let ponder = lines.iter().find(|l| l.moves[0] == best).and_then(|l| l.moves.get(1)).copied();
+        emit(out, &Response::BestMove { best: Some(best), ponder })?;
         Ok(!quit)
     }
 }
@@ -388,8 +440,8 @@ fn choose(game: &Game, best: Option<Move>, lines: &[Line]) -> Move {
     best.into_iter().chain(lines.iter().map(|l| l.moves[0])).find(|&mv| !loses(mv)).unwrap_or(lines[0].moves[0])
 }
 
-/// The `info` lines of the current search: one per reported principal variation.
-fn info_lines(tree: &Tree, elapsed: Duration, options: &Options) -> Vec<String> {
+/// The `info` of the current search: one per reported principal variation.
+fn infos(tree: &Tree, elapsed: Duration, options: &Options) -> Vec<Info> {
     let lines = tree.lines();
     let nodes = tree.root().playouts();
     let seldepth = lines.iter().filter(|l| l.visits > 0).map(|l| l.moves.len()).max().unwrap_or(0);
@@ -397,87 +449,65 @@ fn info_lines(tree: &Tree, elapsed: Duration, options: &Options) -> Vec<String> 
     let mut out = Vec::new();
     for (k, line) in lines.iter().filter(|l| l.visits > 0).take(options.multipv as usize).enumerate() {
         let score = match line.mate {
-            Some(moves) if moves > 0 => format!("mate {moves}"),
+            Some(moves) if moves > 0 => Score::Mate(moves),
             // A move that loses by a rule on the spot has no mating move to count.
-            Some(moves) => format!("mate -{}", moves.unsigned_abs().max(1)),
-            None => format!("cp {}", centipawns(line.wdl)),
+            Some(moves) => Score::Mate(-moves.abs().max(1)),
+            None => Score::Cp(centipawns(line.wdl)),
         };
-        let mut text = format!("info depth {} seldepth {seldepth} multipv {} score {score}", line.moves.len(), k + 1);
-        if options.show_wdl {
-            let permille = line.wdl.map(|p| (p * 1000.0).round() as u32);
-            let _ = write!(text, " wdl {} {} {}", permille[0], permille[1], permille[2]);
-        }
-        let _ = write!(text, " nodes {nodes} nps {nps} time {} pv", elapsed.as_millis());
-        for mv in &line.moves {
-            let _ = write!(text, " {mv}");
-        }
-        out.push(text);
+        out.push(Info {
+            depth: Some(line.moves.len() as u32),
+            seldepth: Some(seldepth as u32),
+            multipv: Some(k as u32 + 1),
+            score: Some(score),
+            wdl: options.show_wdl.then(|| line.wdl.map(|p| (p * 1000.0).round() as u32)),
+            nodes: Some(u64::from(nodes)),
+            nps: Some(nps),
+            time: Some(elapsed.as_millis() as u64),
+            pv: line.moves.clone(),
+            ..Info::default()
+        });
     }
     out
 }
 
-/// Reads `position (startpos | fen <fen>) [moves <m>...]`.
-fn parse_position(args: &[&str]) -> Result<Game, String> {
-    let (position, rest) = match args.split_first() {
-        Some((&"startpos", rest)) => (Position::startpos(), rest),
-        Some((&"fen", rest)) => {
-            let end = rest.iter().position(|&t| t == "moves").unwrap_or(rest.len());
-            let fen = rest[..end].join(" ");
-            let position = Position::from_fen(&fen).map_err(|e| format!("bad FEN {fen:?}: {e}"))?;
-            (position, &rest[end..])
-        }
-        _ => return Err("expected position startpos|fen <fen> [moves ...]".into()),
-    };
-    let moves = match rest.split_first() {
-        None => &[][..],
-        Some((&"moves", moves)) => moves,
-        Some((other, _)) => return Err(format!("expected moves after the position, not {other:?}")),
+/// The game of a `position` command: `moves` played from `start`.
+fn game_after(start: Start, moves: &[Move]) -> Result<Game, Refusal> {
+    let position = match start {
+        Start::StartPos => Position::startpos(),
+        Start::Fen(position) => *position,
     };
     let mut game = Game::from_position(position, GameConfig::default());
-    for (ply, text) in moves.iter().enumerate() {
-        let mv: Move = text.parse().map_err(|e| format!("move {} ({text}): {e}", ply + 1))?;
+    for (k, &mv) in moves.iter().enumerate() {
         if game.outcome().is_over() && game.legal_moves().contains(&mv) {
             // The GUI plays on past a ruling of ours (it may judge repetitions otherwise).
             game = Game::from_position(game.position().clone(), game.config());
         }
-        game.push(mv).map_err(|e| format!("move {} ({text}) in {}: {e}", ply + 1, game.position()))?;
+        game.push(mv).map_err(|source| Refusal::IllegalMove {
+            number: k + 1,
+            mv,
+            fen: game.position().to_string(),
+            source,
+        })?;
     }
     Ok(game)
 }
 
-/// Reads the arguments of `go`.
-fn parse_go(args: &[&str]) -> Result<GoLimits, String> {
-    let mut limits = GoLimits::default();
-    let mut tokens = args.iter();
-    while let Some(&token) = tokens.next() {
-        let mut value = || -> Result<u64, String> {
-            let text = tokens.next().ok_or_else(|| format!("go {token} needs a number"))?;
-            // Some GUIs send a negative clock when time runs out: read it as 0.
-            text.parse::<i64>().map(|v| v.max(0) as u64).map_err(|_| format!("go {token} needs a number, not {text:?}"))
-        };
-        match token {
-            "nodes" => limits.nodes = Some(value()?),
-            "depth" => limits.depth = Some(value()?.min(30) as u32),
-            "movetime" => limits.movetime = Some(value()?),
-            "wtime" => limits.time[0] = Some(value()?),
-            "btime" => limits.time[1] = Some(value()?),
-            "winc" => limits.inc[0] = Some(value()?),
-            "binc" => limits.inc[1] = Some(value()?),
-            "movestogo" => limits.movestogo = Some(value()?.max(1)),
-            "infinite" => limits.infinite = true,
-            "ponder" => {}
-            "mate" | "searchmoves" => return Err(format!("go {token} is not supported")),
-            other => return Err(format!("unknown go argument {other:?}")),
-        }
+/// Whether the search can honour every argument of `go`.
+fn supported(go: &Go) -> Result<(), Refusal> {
+    if go.mate.is_some() {
+        return Err(Refusal::Unsupported("mate"));
     }
-    Ok(limits)
+    if !go.searchmoves.is_empty() {
+        return Err(Refusal::Unsupported("searchmoves"));
+    }
+    Ok(())
 }
 
 /// The playouts one search may run.
-fn playout_budget(limits: &GoLimits, default: u32) -> u32 {
+fn playout_budget(limits: &Go, default: u32) -> u32 {
     let by_nodes = limits.nodes.map(|n| n.clamp(1, u64::from(MAX_PLAYOUTS)) as u32);
     let by_depth = limits.depth.map(|d| 1u32 << d.min(30));
-    let clocked = limits.infinite || limits.movetime.is_some() || limits.time.iter().any(Option::is_some);
+    let clocked = limits.infinite || limits.movetime.is_some() || limits.wtime.is_some() || limits.btime.is_some();
     match (by_nodes, by_depth) {
         (Some(n), Some(d)) => n.min(d),
         (Some(n), None) => n,
@@ -488,11 +518,13 @@ fn playout_budget(limits: &GoLimits, default: u32) -> u32 {
 }
 
 /// How long one search may take, if the clock limits it; `side` is 0 for Red, 1 for Black.
-fn time_budget(limits: &GoLimits, side: usize, overhead: u32) -> Option<Duration> {
+fn time_budget(limits: &Go, side: usize, overhead: u32) -> Option<Duration> {
     let overhead = u64::from(overhead);
     let by_movetime = limits.movetime.map(|t| t.saturating_sub(overhead));
-    let by_clock = limits.time[side].map(|left| {
-        let share = left / limits.movestogo.unwrap_or(30) + limits.inc[side].unwrap_or(0) * 3 / 4;
+    let (time, inc) = if side == 0 { (limits.wtime, limits.winc) } else { (limits.btime, limits.binc) };
+    let by_clock = time.map(|left| {
+        // `movestogo 0` would divide by zero: read it as 1, the move before the time control.
+        let share = left / limits.movestogo.unwrap_or(30).max(1) + inc.unwrap_or(0).saturating_mul(3) / 4;
         share.min(left.saturating_sub(overhead))
     });
     let millis = match (by_movetime, by_clock) {
@@ -503,20 +535,26 @@ fn time_budget(limits: &GoLimits, side: usize, overhead: u32) -> Option<Duration
     Some(Duration::from_millis(millis.max(1)))
 }
 
-/// The `option` lines of the `uci` reply, with `options` as defaults.
-fn option_lines(options: &Options) -> Vec<String> {
+/// The options of the `uci` reply, with `options` as defaults.
+fn option_specs(options: &Options) -> Vec<OptionSpec> {
+    let spin = |name: &str, default: u32, min: u32, max: u32| OptionSpec {
+        name: name.to_string(),
+        kind: OptionKind::Spin { default: default.into(), min: min.into(), max: max.into() },
+    };
+    let string = |name: &str, default: &str| OptionSpec {
+        name: name.to_string(),
+        kind: OptionKind::String { default: default.to_string() },
+    };
     vec![
-        format!(
-            "option name ModelFile type string default {}",
-            if options.model.is_empty() { "<empty>" } else { &options.model }
-        ),
-        format!("option name Device type string default {}", options.device),
-        format!("option name Threads type spin default {} min 1 max 256", options.threads),
-        format!("option name Playouts type spin default {} min 1 max {MAX_PLAYOUTS}", options.playouts),
-        format!("option name BatchSize type spin default {} min 1 max 1024", options.batch_size),
-        format!("option name MultiPV type spin default {} min 1 max 500", options.multipv),
-        format!("option name UCI_ShowWDL type check default {}", options.show_wdl),
-        format!("option name Move Overhead type spin default {} min 0 max 60000", options.move_overhead),
+        // `<empty>` is how UCI engines write an empty string default.
+        string("ModelFile", if options.model.is_empty() { "<empty>" } else { &options.model }),
+        string("Device", &options.device),
+        spin("Threads", options.threads, 1, 256),
+        spin("Playouts", options.playouts, 1, MAX_PLAYOUTS),
+        spin("BatchSize", options.batch_size, 1, 1024),
+        spin("MultiPV", options.multipv, 1, 500),
+        OptionSpec { name: "UCI_ShowWDL".to_string(), kind: OptionKind::Check { default: options.show_wdl } },
+        spin("Move Overhead", options.move_overhead, 0, 60_000),
     ]
 }
 
@@ -534,6 +572,22 @@ mod tests {
         assert_eq!(centipawns([0.36, 0.0, 0.64]), -100);
         assert_eq!(centipawns([1.0, 0.0, 0.0]), 1200);
         assert_eq!(centipawns([0.0, 0.0, 1.0]), -1200);
+    }
+
+    /// The arguments of `go ARGS`.
+    fn parse_go(args: &[&str]) -> Result<Go, CommandError> {
+        match Command::parse(&format!("go {}", args.join(" ")), RANKS)? {
+            Command::Go(go) => Ok(go),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// The game of `position ARGS`.
+    fn parse_position(args: &[&str]) -> Result<Game, String> {
+        match Command::parse(&format!("position {}", args.join(" ")), RANKS).map_err(|e| e.to_string())? {
+            Command::Position { start, moves } => game_after(start, &moves).map_err(|e| e.to_string()),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]
@@ -554,6 +608,12 @@ mod tests {
         assert!(parse_go(&["nodes"]).is_err());
         assert!(parse_go(&["nodes", "x"]).is_err());
         assert!(parse_go(&["sideways"]).is_err());
+        assert!(matches!(supported(&parse_go(&["mate", "3"]).unwrap()), Err(Refusal::Unsupported("mate"))));
+        // `movestogo 0` is the move before the time control, not a division by zero.
+        assert_eq!(
+            time_budget(&parse_go(&["wtime", "1000", "movestogo", "0"]).unwrap(), 0, 30),
+            Some(Duration::from_millis(970))
+        );
     }
 
     #[test]

@@ -1,16 +1,13 @@
 //! The engine driven as a GUI drives it: whole sessions through in-memory pipes, checking every
 //! reply against the rules core.
 
-#[path = "../../../tests/support/games.rs"]
-mod games;
-
 use std::io::{BufRead, BufReader, Cursor, Write};
 use std::time::{Duration, Instant};
 
-use games::game_after;
 use xiangqi::game::{Game, GameConfig};
 use xiangqi::{Move, Position};
 use xqz_mcts::{EvalError, Evaluation, Evaluator, MaterialEvaluator};
+use xqz_test_support::games::game_after;
 use xqz_uci::{Engine, Options};
 
 fn material_engine() -> Engine {

@@ -23,9 +23,6 @@
 
 mod common;
 
-#[path = "../../../tests/support/fairy_stockfish.rs"]
-mod fairy_stockfish;
-
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write as _};
@@ -33,6 +30,8 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::thread::JoinHandle;
 use std::time::Instant;
+
+use xqz_test_support::fairy_stockfish;
 
 const SEED: u64 = 0x5851_5A30_D1FF;
 const GAMES: usize = 2000;

@@ -1,5 +1,4 @@
-//! The Python that runs the reference clients in tests (pyarrow, grpcio), shared by the crates'
-//! integration tests through `#[path]`.
+//! The Python that runs the reference clients in tests (pyarrow, grpcio).
 
 use std::path::PathBuf;
 

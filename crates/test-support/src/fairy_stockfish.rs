@@ -1,5 +1,4 @@
-//! Debian's Fairy-Stockfish, the reference engine of the tests (legal moves, matches), shared by
-//! the crates' integration tests through `#[path]`.
+//! Debian's Fairy-Stockfish, the reference engine of the tests (legal moves, matches).
 
 use std::path::PathBuf;
 

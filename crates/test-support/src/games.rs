@@ -1,4 +1,4 @@
-//! Games built from coordinate moves, shared by the crates' integration tests through `#[path]`.
+//! Games built from coordinate moves.
 
 use xiangqi::game::{Game, GameConfig};
 

@@ -1,0 +1,7 @@
+//! Helpers shared by the crates' integration tests, as a dev-dependency (`xqz-test-support`),
+//! so that every test finds the reference engine, the reference Python and its games the same
+//! way.
+
+pub mod fairy_stockfish;
+pub mod games;
+pub mod python;
