@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use xqz_net::bench::{raw_throughput, sample_positions, service_throughput};
 use xqz_net::service::ServiceConfig;
-use xqz_net::{ModelConfig, Network, parse_device};
+use xqz_net::{ModelConfig, Network};
 
 /// Benchmarks.
 #[derive(Subcommand)]
@@ -27,9 +27,8 @@ pub struct SelfPlayBenchArgs {
     /// Model config of a randomly initialised network: tiny, small, standard or a .toml file.
     #[arg(long, default_value = "small")]
     model: String,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    device: String,
+    #[command(flatten)]
+    device: crate::model::DeviceArg,
     /// Games to play.
     #[arg(long, default_value_t = 32)]
     games: u64,
@@ -53,9 +52,8 @@ pub struct NetArgs {
     /// Model config: tiny, small, standard, or a .toml file.
     #[arg(long, default_value = "small")]
     model: String,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    device: String,
+    #[command(flatten)]
+    device: crate::model::DeviceArg,
     /// Batch sizes of the raw measurement.
     #[arg(long, value_delimiter = ',', default_value = "1,8,32,128,256")]
     batches: Vec<usize>,
@@ -83,7 +81,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
 
 fn bench_net(args: &NetArgs) -> Result<()> {
     let config = ModelConfig::resolve(&args.model)?;
-    let device = parse_device(&args.device)?;
+    let device = args.device.device()?;
     anyhow::ensure!(args.seconds > 0.0, "--seconds must be positive");
     anyhow::ensure!(args.callers > 0 && args.max_batch > 0, "--callers and --max-batch must be positive");
     let duration = Duration::from_secs_f64(args.seconds);
@@ -151,7 +149,7 @@ fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
     use xqz_worker::{LocalSelfPlay, play_into};
 
     let config = ModelConfig::resolve(&args.model)?;
-    let device = parse_device(&args.device)?;
+    let device = args.device.device()?;
     let play = SelfPlayConfig {
         threads: args.threads,
         games_per_thread: args.games_per_thread,

@@ -14,7 +14,6 @@ use xqz_arena::stats::{EloModel, Sprt};
 use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings};
 use xqz_arena::uci::{EngineConfig, Limit};
 use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
-use xqz_net::checkpoint;
 use xqz_net::service::{InferenceService, ServiceConfig};
 
 use crate::results;
@@ -93,9 +92,8 @@ pub struct MatchArgs {
     /// `0,10` (alpha = beta = 0.05, logistic Elo).
     #[arg(long)]
     sprt: Option<String>,
-    /// Device of the checkpoints: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    device: String,
+    #[command(flatten)]
+    device: crate::model::DeviceArg,
     /// Folder for the records: `eval/games.pgn` and `eval/games.arrow` inside it (a run folder
     /// keeps its evaluations with it).
     #[arg(long, default_value = "runs/eval")]
@@ -170,9 +168,7 @@ impl Prepared {
         if !path.exists() {
             bail!("{spec:?} is neither a checkpoint file, material, uniform, fairy-stockfish:PATH nor uci:COMMAND");
         }
-        let device = xqz_net::parse_device(&args.device)?;
-        let (net, meta) = checkpoint::load(path, device, None).with_context(|| format!("load {}", path.display()))?;
-        let service = InferenceService::spawn(net, ServiceConfig::default());
+        let (service, meta) = crate::model::serve(path, args.device.device()?, ServiceConfig::default())?;
         let name = path.file_stem().map_or_else(|| body.to_string(), |s| s.to_string_lossy().into_owned());
         Ok(Prepared::Net { name, service, playouts, steps: meta.info.training_steps })
     }

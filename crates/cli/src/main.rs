@@ -6,6 +6,7 @@ mod coordinator;
 mod data;
 mod eval;
 mod ladder;
+mod model;
 mod pipeline;
 mod plot;
 mod results;

@@ -20,7 +20,7 @@ use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_trainer::TrainSettings;
 
 use crate::coordinator::Ready;
-use crate::settings::{SettingsFile, override_with};
+use crate::settings::{Change, SettingsFile, override_with};
 
 /// Options of `xqz run`.
 #[derive(Args)]
@@ -38,9 +38,8 @@ pub struct RunArgs {
     /// Self-play worker processes.
     #[arg(long, default_value_t = 1)]
     workers: usize,
-    /// Device of the workers and the trainer: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    device: String,
+    #[command(flatten)]
+    device: crate::model::DeviceArg,
     /// Games each worker thread plays at once.
     #[arg(long, default_value_t = 32)]
     games_per_thread: usize,
@@ -106,10 +105,10 @@ impl Drop for Role {
 }
 
 /// The run's settings: those of its settings.toml when it has one, with the flags given on the
-/// command line (`given`) over them, which must agree with the file unless `--override` is given
-/// (then the file is updated and the change logged); for a new run, the defaults and the flags.
-/// Checked, and stored in the run folder.
-fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path, log: &Path) -> Result<SettingsFile> {
+/// command line (`given`) over them, which must agree with the file unless `--override` is given;
+/// for a new run, the defaults and the flags. Checked; nothing is written yet. Also the flags that
+/// change a stored setting (to log), and whether the file must be written.
+fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(SettingsFile, Vec<Change>, bool)> {
     let stored = path.exists().then(|| SettingsFile::load(path)).transpose()?;
     let base = stored.clone().unwrap_or_default();
     let (play, mut changes) = override_with(&base.play, &args.play, given)?;
@@ -118,7 +117,10 @@ fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path, log: &Path) -> 
     let settings = SettingsFile { play, train };
     settings.play.validate()?;
     settings.train.validate()?;
-    if stored.is_some() && !changes.is_empty() {
+    if stored.is_none() {
+        return Ok((settings, Vec::new(), true));
+    }
+    if !changes.is_empty() {
         let list = changes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
         anyhow::ensure!(
             args.override_settings,
@@ -126,15 +128,9 @@ fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path, log: &Path) -> 
              under another --name",
             path.display()
         );
-        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
-        use std::io::Write;
-        writeln!(file, "{}: changed by --override: {list}", unix_now())?;
-        println!("settings changed by --override: {list}");
     }
-    if stored.as_ref() != Some(&settings) {
-        settings.save(path)?;
-    }
-    Ok(settings)
+    let write = stored.as_ref() != Some(&settings);
+    Ok((settings, changes, write))
 }
 
 /// Seconds since the Unix epoch, for log lines.
@@ -176,13 +172,24 @@ fn last_step(metrics: &Path) -> Option<String> {
 
 pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     let dir = args.runs.join(&args.name);
+    let settings_path = dir.join("settings.toml");
+    // Checked before anything is created: a run refused at the start leaves no trace.
+    let (settings, changes, write) = run_settings(args, given, &settings_path)?;
     for sub in ["coordinator", "trainer", "logs"] {
         std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("create {}", dir.join(sub).display()))?;
     }
     let logs = dir.join("logs");
+    if !changes.is_empty() {
+        use std::io::Write;
+        let list = changes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(logs.join("settings.log"))?;
+        writeln!(file, "{}: changed by --override: {list}", unix_now())?;
+        println!("settings changed by --override: {list}");
+    }
+    if write {
+        settings.save(&settings_path)?;
+    }
     let resumed = dir.join("trainer/metrics.csv").exists();
-    let settings_path = dir.join("settings.toml");
-    let settings = run_settings(args, given, &settings_path, &logs.join("settings.log"))?;
     println!("run {} in {}{}", args.name, dir.display(), if resumed { " (resumed)" } else { "" });
     let settings_arg = settings_path.display().to_string();
 
@@ -220,7 +227,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
                 "--init-model".into(),
                 settings.train.model.clone(),
                 "--device".into(),
-                args.device.clone(),
+                args.device.name.clone(),
                 "--threads".into(),
                 "1".into(),
                 "--games-per-thread".into(),
@@ -241,7 +248,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             "--run".into(),
             dir.join("trainer").display().to_string(),
             "--device".into(),
-            args.device.clone(),
+            args.device.name.clone(),
             "--settings".into(),
             settings_arg,
             "--log-every".into(),
@@ -258,7 +265,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             out: dir.join("strength.csv"),
             games: args.match_games.div_ceil(2) * 2,
             playouts: args.match_playouts,
-            device: xqz_net::parse_device(&args.device)?,
+            device: args.device.device()?,
             model: xqz_net::ModelConfig::resolve(&settings.train.model)?,
         };
         let tracking = Arc::clone(&tracking);

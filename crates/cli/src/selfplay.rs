@@ -8,7 +8,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use xqz_mcts::{PlaySettings, SearchConfig, UniformEvaluator};
 use xqz_net::service::{InferenceService, ServiceConfig};
-use xqz_net::{ModelConfig, Network, checkpoint, parse_device};
+use xqz_net::{ModelConfig, Network};
 use xqz_worker::{LocalReport, LocalSelfPlay, play_into};
 
 /// The mate search of searching players; shared by every command that searches.
@@ -63,19 +63,18 @@ pub struct SelfPlayArgs {
     seed: u64,
     #[command(flatten)]
     play: PlaySettings,
-    /// Device of the network: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    device: String,
+    #[command(flatten)]
+    device: crate::model::DeviceArg,
 }
 
 /// The network a run plays with, and its version, if any.
-pub fn load_network(source: &ModelSource, device: &str) -> Result<Option<(Network, u64)>> {
+pub fn load_network(source: &ModelSource, device: &crate::model::DeviceArg) -> Result<Option<(Network, u64)>> {
     if source.uniform {
         return Ok(None);
     }
-    let device = parse_device(device)?;
+    let device = device.device()?;
     if let Some(path) = &source.model {
-        let (net, meta) = checkpoint::load(path, device, None)?;
+        let (net, meta) = crate::model::load(path, device)?;
         return Ok(Some((net, meta.info.model_version)));
     }
     let name = source.init.as_deref().context("one of --model, --init, --uniform")?;

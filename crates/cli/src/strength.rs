@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use xqz_arena::MatchConfig;
 use xqz_arena::player::{Player, SearchPlayer};
 use xqz_arena::records::MatchLog;
 use xqz_arena::tournament::MatchReport;
 use xqz_net::service::{InferenceService, ServiceConfig};
-use xqz_net::{Device, ModelConfig, Network, checkpoint};
+use xqz_net::{Device, ModelConfig, Network};
 
 /// The columns of `strength.csv`: the match's record, the first player's score, and the Elo of
 /// [`Pentanomial::elo`](xqz_arena::stats::Pentanomial::elo) with its 95% interval (infinite for
@@ -83,8 +83,7 @@ impl Tracker {
     /// Model `version`'s network and training steps.
     fn load(&self, version: u64) -> Result<(Network, u64)> {
         let path = self.models.join(format!("v{version}.json"));
-        let (net, meta) =
-            checkpoint::load(&path, self.device, None).with_context(|| format!("load model v{version}"))?;
+        let (net, meta) = crate::model::load(&path, self.device)?;
         Ok((net, meta.info.training_steps))
     }
 
@@ -194,7 +193,7 @@ mod tests {
         for (version, steps) in [(1, 10), (2, 20)] {
             let net = Network::new(&model, Device::Cpu);
             let info = CheckpointInfo { model_version: version, training_steps: steps, samples_seen: 0 };
-            checkpoint::save(&models.join(format!("v{version}.json")), &net, info).unwrap();
+            xqz_net::checkpoint::save(&models.join(format!("v{version}.json")), &net, info).unwrap();
         }
         let tracker =
             Tracker { models, out: run.path().join("strength.csv"), games: 2, playouts: 4, device: Device::Cpu, model };

@@ -6,7 +6,6 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 use clap::{ArgMatches, Args};
-use xqz_net::parse_device;
 use xqz_trainer::{GrpcPublisher, Publisher, TrainSettings, train};
 
 use crate::settings::{SettingsFile, override_with};
@@ -26,9 +25,8 @@ pub struct TrainArgs {
     /// The run folder: checkpoints and metrics.csv; an existing one is resumed.
     #[arg(long)]
     run: PathBuf,
-    /// Device: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    device: String,
+    #[command(flatten)]
+    device: crate::model::DeviceArg,
     /// A settings file (TOML; its [train] section), such as a run folder's settings.toml; flags
     /// given on the command line override it.
     #[arg(long)]
@@ -49,8 +47,7 @@ pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
         None => TrainSettings::default(),
     };
     let (settings, _) = override_with(&base, &args.train, given)?;
-    let config =
-        settings.trainer_config(args.data.clone(), args.run.clone(), parse_device(&args.device)?, args.max_steps)?;
+    let config = settings.trainer_config(args.data.clone(), args.run.clone(), args.device.device()?, args.max_steps)?;
     let mut publisher: Box<dyn Publisher> = Box::new(GrpcPublisher::new(
         &args.coordinator,
         args.token.clone(),

@@ -2,10 +2,9 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use xqz_mcts::{EvalError, Evaluator};
-use xqz_net::checkpoint;
 use xqz_net::service::{Client, InferenceService, ServiceConfig};
 use xqz_uci::{Engine, Options};
 
@@ -15,9 +14,8 @@ pub struct UciArgs {
     /// The checkpoint (its .json file); the `ModelFile` option.
     #[arg(long)]
     model: Option<String>,
-    /// Device of the network: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    device: String,
+    #[command(flatten)]
+    device: crate::model::DeviceArg,
     /// CPU threads of the network.
     #[arg(long, default_value_t = 1)]
     threads: u32,
@@ -40,9 +38,8 @@ impl NetEvaluator {
     /// Loads the checkpoint whose metadata is at `path` onto `device` (cpu, cuda, cuda:N or auto).
     pub fn load(path: &Path, device: &str, max_batch: usize) -> Result<NetEvaluator> {
         let device = xqz_net::parse_device(device)?;
-        let (net, _) = checkpoint::load(path, device, None).with_context(|| format!("load {}", path.display()))?;
-        let service =
-            InferenceService::spawn(net, ServiceConfig { max_batch: max_batch.max(1), ..ServiceConfig::default() });
+        let config = ServiceConfig { max_batch: max_batch.max(1), ..ServiceConfig::default() };
+        let (service, _) = crate::model::serve(path, device, config)?;
         Ok(NetEvaluator { client: service.client(), _service: service })
     }
 }
@@ -66,7 +63,7 @@ fn load(options: &Options) -> Result<Box<dyn Evaluator>, String> {
 pub fn run(args: &UciArgs) -> Result<()> {
     let options = Options {
         model: args.model.clone().unwrap_or_default(),
-        device: args.device.clone(),
+        device: args.device.name.clone(),
         threads: args.threads.max(1),
         playouts: args.playouts.max(1),
         batch_size: args.batch_size.max(1),

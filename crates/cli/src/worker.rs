@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::Args;
 use tch::Device;
 use xqz_net::service::{Client, InferenceService, ServiceConfig};
-use xqz_net::{ModelConfig, Network, checkpoint, parse_device};
+use xqz_net::{ModelConfig, Network, checkpoint};
 use xqz_worker::remote::{InstallError, ModelHost, RemoteConfig, Session};
 
 /// Options of `xqz worker`.
@@ -29,9 +29,8 @@ pub struct WorkerArgs {
     /// The worker's folder: upload spool, rejected batches, downloaded models.
     #[arg(long, default_value = "xqz-worker")]
     dir: PathBuf,
-    /// Device of the network: cpu, cuda, cuda:N or auto.
-    #[arg(long, default_value = "auto")]
-    device: String,
+    #[command(flatten)]
+    device: crate::model::DeviceArg,
     /// Config of the random network played with until a model is published (tiny, small, ...).
     #[arg(long, default_value = "small")]
     init_model: String,
@@ -69,7 +68,7 @@ fn default_name() -> String {
 }
 
 pub fn run(args: WorkerArgs) -> Result<()> {
-    let device = parse_device(&args.device)?;
+    let device = args.device.device()?;
     let init = ModelConfig::resolve(&args.init_model)?;
     let config = RemoteConfig {
         coordinator: args.coordinator,

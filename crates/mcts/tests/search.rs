@@ -650,3 +650,21 @@ fn the_q_softmax_policy_follows_the_searched_values_whatever_the_prior_likes() {
     let uniform = 1.0 / root.children.len() as f32;
     assert!(root.q_softmax_policy(&skewed).iter().all(|(_, p)| (p - uniform).abs() < 1e-6));
 }
+
+#[test]
+fn a_live_config_switches_settings_between_games() {
+    let first = SelfPlayConfig { threads: 1, games_per_thread: 1, settings_version: 1, resign: None, ..short_config() };
+    let second =
+        SelfPlayConfig { settings_version: 2, game: GameConfig { max_plies: Some(6), ..first.game }, ..first.clone() };
+    let live = xqz_mcts::LiveConfig::new(first);
+    let mut played = Vec::new();
+    xqz_mcts::self_play_live(&live, MaterialEvaluator, 3, &AtomicBool::new(false), |g| {
+        played.push((g.settings_version, g.game.len()));
+        // Announced while the first game ends: every later game plays under it.
+        live.replace(second.clone());
+    })
+    .unwrap();
+    assert_eq!(played[0].0, 1);
+    assert!(played[0].1 > 6, "{played:?}");
+    assert_eq!(&played[1..], &[(2, 6), (2, 6)], "{played:?}");
+}
