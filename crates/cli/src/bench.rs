@@ -38,12 +38,9 @@ pub struct SelfPlayBenchArgs {
     /// Games per thread played at once.
     #[arg(long, default_value_t = 32)]
     games_per_thread: usize,
-    /// Length cap in plies.
-    #[arg(long, default_value_t = 300)]
-    max_plies: u32,
-    /// The mate search, to weigh its cost.
+    /// The self-play settings (--mate-moves 1 against the default weighs the mate search's cost).
     #[command(flatten)]
-    mate_search: crate::selfplay::MateSearch,
+    play: xqz_mcts::PlaySettings,
 }
 
 /// Options of `xqz bench net`.
@@ -81,7 +78,7 @@ pub fn run(command: BenchCommand) -> Result<()> {
 
 fn bench_net(args: &NetArgs) -> Result<()> {
     let config = ModelConfig::resolve(&args.model)?;
-    let device = args.device.device()?;
+    let device = args.device.resolve()?;
     anyhow::ensure!(args.seconds > 0.0, "--seconds must be positive");
     anyhow::ensure!(args.callers > 0 && args.max_batch > 0, "--callers and --max-batch must be positive");
     let duration = Duration::from_secs_f64(args.seconds);
@@ -144,19 +141,13 @@ fn cpu_split() -> Result<(f64, f64, usize)> {
 }
 
 fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
-    use xqz_mcts::SelfPlayConfig;
     use xqz_net::service::InferenceService;
     use xqz_worker::{LocalSelfPlay, play_into};
 
     let config = ModelConfig::resolve(&args.model)?;
-    let device = args.device.device()?;
-    let play = SelfPlayConfig {
-        threads: args.threads,
-        games_per_thread: args.games_per_thread,
-        game: xiangqi::game::GameConfig { max_plies: Some(args.max_plies), ..Default::default() },
-        search: xqz_mcts::SearchConfig { mate_moves: args.mate_search.mate_moves, ..Default::default() },
-        ..SelfPlayConfig::default()
-    };
+    let device = args.device.resolve()?;
+    args.play.validate()?;
+    let play = args.play.self_play_config(args.threads, args.games_per_thread, 0);
     println!(
         "model {} on {device:?}; {} games, {} threads x {} games, playouts {} full / {} cheap ({:.0}% full), \
          {} leaves per game per batch, mates by checks of up to {} moves at the leaves",

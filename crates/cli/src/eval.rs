@@ -168,7 +168,7 @@ impl Prepared {
         if !path.exists() {
             bail!("{spec:?} is neither a checkpoint file, material, uniform, fairy-stockfish:PATH nor uci:COMMAND");
         }
-        let (service, meta) = crate::model::serve(path, args.device.device()?, ServiceConfig::default())?;
+        let (service, meta) = crate::model::serve(path, args.device.resolve()?, ServiceConfig::default())?;
         let name = path.file_stem().map_or_else(|| body.to_string(), |s| s.to_string_lossy().into_owned());
         Ok(Prepared::Net { name, service, playouts, steps: meta.info.training_steps })
     }

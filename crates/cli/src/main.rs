@@ -164,3 +164,15 @@ fn run_perft(fen: &str, depth: u32, split: bool) -> Result<()> {
     println!("nps {}", (nodes as f64 / secs.max(1e-9)) as u64);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Flag groups flattened into one command must not share a name (clap checks this only
+    /// when a command is built, so every subcommand is built here).
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+}

@@ -12,14 +12,14 @@ use xqz_net::{CheckpointMeta, Device, Network, checkpoint, parse_device};
 #[derive(Args, Clone, Debug)]
 pub struct DeviceArg {
     /// Device of the network: cpu, cuda, cuda:N or auto (CUDA where there is a GPU).
-    #[arg(long = "device", default_value = "auto")]
-    pub name: String,
+    #[arg(long, default_value = "auto")]
+    pub device: String,
 }
 
 impl DeviceArg {
     /// The device, checked (CUDA must be there if asked for).
-    pub fn device(&self) -> Result<Device> {
-        Ok(parse_device(&self.name)?)
+    pub fn resolve(&self) -> Result<Device> {
+        Ok(parse_device(&self.device)?)
     }
 }
 

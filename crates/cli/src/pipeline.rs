@@ -227,7 +227,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
                 "--init-model".into(),
                 settings.train.model.clone(),
                 "--device".into(),
-                args.device.name.clone(),
+                args.device.device.clone(),
                 "--threads".into(),
                 "1".into(),
                 "--games-per-thread".into(),
@@ -248,7 +248,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             "--run".into(),
             dir.join("trainer").display().to_string(),
             "--device".into(),
-            args.device.name.clone(),
+            args.device.device.clone(),
             "--settings".into(),
             settings_arg,
             "--log-every".into(),
@@ -265,7 +265,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             out: dir.join("strength.csv"),
             games: args.match_games.div_ceil(2) * 2,
             playouts: args.match_playouts,
-            device: args.device.device()?,
+            device: args.device.resolve()?,
             model: xqz_net::ModelConfig::resolve(&settings.train.model)?,
         };
         let tracking = Arc::clone(&tracking);

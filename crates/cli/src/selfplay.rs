@@ -72,7 +72,7 @@ pub fn load_network(source: &ModelSource, device: &crate::model::DeviceArg) -> R
     if source.uniform {
         return Ok(None);
     }
-    let device = device.device()?;
+    let device = device.resolve()?;
     if let Some(path) = &source.model {
         let (net, meta) = crate::model::load(path, device)?;
         return Ok(Some((net, meta.info.model_version)));

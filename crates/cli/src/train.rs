@@ -47,7 +47,8 @@ pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
         None => TrainSettings::default(),
     };
     let (settings, _) = override_with(&base, &args.train, given)?;
-    let config = settings.trainer_config(args.data.clone(), args.run.clone(), args.device.device()?, args.max_steps)?;
+    let config =
+        settings.trainer_config(args.data.clone(), args.run.clone(), args.device.resolve()?, args.max_steps)?;
     let mut publisher: Box<dyn Publisher> = Box::new(GrpcPublisher::new(
         &args.coordinator,
         args.token.clone(),

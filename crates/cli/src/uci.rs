@@ -63,7 +63,7 @@ fn load(options: &Options) -> Result<Box<dyn Evaluator>, String> {
 pub fn run(args: &UciArgs) -> Result<()> {
     let options = Options {
         model: args.model.clone().unwrap_or_default(),
-        device: args.device.name.clone(),
+        device: args.device.device.clone(),
         threads: args.threads.max(1),
         playouts: args.playouts.max(1),
         batch_size: args.batch_size.max(1),

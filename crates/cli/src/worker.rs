@@ -68,7 +68,7 @@ fn default_name() -> String {
 }
 
 pub fn run(args: WorkerArgs) -> Result<()> {
-    let device = args.device.device()?;
+    let device = args.device.resolve()?;
     let init = ModelConfig::resolve(&args.init_model)?;
     let config = RemoteConfig {
         coordinator: args.coordinator,
