@@ -70,13 +70,17 @@ pub struct EnginePlayer {
 }
 
 impl EnginePlayer {
-    /// Starts the engine of `config`, which will think with `limit` on each move.
+    /// Starts the engine of `config`, which will think with `limit` on each move. Its name is
+    /// the engine's own with the options set and the limit (`Fairy-Stockfish 11.1 [Skill Level=0]
+    /// depth 1`): one engine at two settings is two players, which a ladder must not merge.
     ///
     /// # Errors
     /// If the engine does not start or fails its handshake.
     pub fn spawn(config: EngineConfig, limit: Limit) -> Result<EnginePlayer, PlayerError> {
         let engine = UciEngine::spawn(&config)?;
-        let name = engine.name().to_string();
+        let options: Vec<String> = config.options.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let options = if options.is_empty() { String::new() } else { format!(" [{}]", options.join(", ")) };
+        let name = format!("{}{options} {limit}", engine.name());
         Ok(EnginePlayer { config, limit, engine: Some(engine), name })
     }
 

@@ -147,6 +147,23 @@ pub struct Limit {
     pub movetime: Option<Duration>,
 }
 
+impl std::fmt::Display for Limit {
+    /// `depth 1`, `nodes 500`, `movetime 100ms`, joined by spaces; `no limit` if empty.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts = Vec::new();
+        if let Some(depth) = self.depth {
+            parts.push(format!("depth {depth}"));
+        }
+        if let Some(nodes) = self.nodes {
+            parts.push(format!("nodes {nodes}"));
+        }
+        if let Some(time) = self.movetime {
+            parts.push(format!("movetime {}ms", time.as_millis()));
+        }
+        if parts.is_empty() { f.write_str("no limit") } else { f.write_str(&parts.join(" ")) }
+    }
+}
+
 impl Limit {
     /// A search of `nodes` nodes.
     pub fn nodes(nodes: u64) -> Limit {
@@ -504,6 +521,14 @@ impl Reported {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_limit_names_itself_as_go_does() {
+        assert_eq!(Limit::depth(1).to_string(), "depth 1");
+        let both = Limit { nodes: Some(500), movetime: Some(Duration::from_millis(100)), ..Limit::default() };
+        assert_eq!(both.to_string(), "nodes 500 movetime 100ms");
+        assert_eq!(Limit::default().to_string(), "no limit");
+    }
 
     #[test]
     fn info_lines_keep_the_last_values_of_the_first_pv() {

@@ -365,3 +365,14 @@ fn unbounded_timeouts_do_not_overflow() {
     let reply = engine.go(&game, &Limit::movetime(Duration::MAX)).unwrap();
     assert_eq!(reply.best, "h2e2".parse().unwrap());
 }
+
+#[test]
+fn an_engine_player_is_named_by_its_settings() {
+    use xqz_arena::player::{EnginePlayer, Player};
+    let mut config = fake(r#"echo "bestmove h2e2""#, None);
+    config.options = vec![("Hash".to_string(), "32".to_string())];
+    let shallow = EnginePlayer::spawn(config.clone(), Limit::depth(1)).unwrap();
+    let deeper = EnginePlayer::spawn(config, Limit::depth(2)).unwrap();
+    assert_eq!(shallow.name(), "Fake Engine 1.0 [Hash=32] depth 1");
+    assert_ne!(shallow.name(), deeper.name(), "one engine at two settings is two players");
+}

@@ -110,12 +110,16 @@ pub struct LadderArgs {
     /// Virtual draws added between each pair of players that met, keeping perfect scores finite.
     #[arg(long, default_value_t = 1.0)]
     prior_draws: f64,
+    /// The player rated 0, by its name in the table (e.g. `material@64`, or an engine with its
+    /// settings); by default the least trained checkpoint.
+    #[arg(long)]
+    anchor: Option<String>,
 }
 
 pub fn run(command: EvalCommand) -> Result<()> {
     match command {
         EvalCommand::Match(args) => run_eval_match(&args),
-        EvalCommand::Ladder(args) => crate::ladder::run(&args.run, args.prior_draws),
+        EvalCommand::Ladder(args) => crate::ladder::run(&args.run, args.prior_draws, args.anchor.as_deref()),
     }
 }
 
@@ -178,11 +182,12 @@ impl Prepared {
             Prepared::Net { name, service, playouts, .. } => {
                 Box::new(SearchPlayer::new(name, service.client(), *playouts, search))
             }
+            // Named with their playouts: a built-in searcher at two budgets is two players.
             Prepared::Material { playouts } => {
-                Box::new(SearchPlayer::new("material", MaterialEvaluator, *playouts, search))
+                Box::new(SearchPlayer::new(&format!("material@{playouts}"), MaterialEvaluator, *playouts, search))
             }
             Prepared::Uniform { playouts } => {
-                Box::new(SearchPlayer::new("uniform", UniformEvaluator, *playouts, search))
+                Box::new(SearchPlayer::new(&format!("uniform@{playouts}"), UniformEvaluator, *playouts, search))
             }
             Prepared::Engine { config, limit } => Box::new(EnginePlayer::spawn(config.clone(), *limit)?),
         })
@@ -193,6 +198,18 @@ impl Prepared {
         match self {
             Prepared::Net { steps, .. } => Some(*steps),
             _ => None,
+        }
+    }
+
+    /// The player's name in the match table, from its `spec`: a built-in searcher with its
+    /// playouts (`material@64`) and an engine with its limit, so that one player at two settings
+    /// is two players to a ladder; a checkpoint as given.
+    fn label(&self, spec: &str) -> String {
+        match self {
+            Prepared::Net { .. } => spec.to_string(),
+            Prepared::Material { playouts } => format!("material@{playouts}"),
+            Prepared::Uniform { playouts } => format!("uniform@{playouts}"),
+            Prepared::Engine { limit, .. } => format!("{spec} {limit}"),
         }
     }
 }
@@ -271,11 +288,10 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
         game: GameConfig { ruleset: args.ruleset, max_plies: Some(args.max_plies), ..GameConfig::default() },
         sprt,
     };
-    let mut log = MatchLog::open(&args.out, &args.a, &args.b, a.steps(), b.steps())?;
+    let (a_name, b_name) = (a.label(&args.a), b.label(&args.b));
+    let mut log = MatchLog::open(&args.out, &a_name, &b_name, a.steps(), b.steps())?;
     println!(
-        "{} vs {}: up to {} games, {} at once; records in {}",
-        args.a,
-        args.b,
+        "{a_name} vs {b_name}: up to {} games, {} at once; records in {}",
         2 * args.pairs,
         args.concurrency,
         log.dir().display()

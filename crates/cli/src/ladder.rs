@@ -68,7 +68,7 @@ pub(crate) fn games(run: &Path) -> Result<Vec<Games>> {
     Ok(games)
 }
 
-pub fn run(run: &Path, prior_draws: f64) -> Result<()> {
+pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>) -> Result<()> {
     let games = games(run)?;
     anyhow::ensure!(!games.is_empty(), "no games in {} (eval/games.arrow or strength.csv)", run.display());
     // Players ordered by training steps (untrained and external players last), so the anchor at 0
@@ -76,6 +76,14 @@ pub fn run(run: &Path, prior_draws: f64) -> Result<()> {
     let mut entrants: Vec<Entrant> = games.iter().flat_map(|g| [g.0.clone(), g.1.clone()]).collect();
     entrants.sort_by(|x, y| (x.1.is_none(), x.1, &x.0).cmp(&(y.1.is_none(), y.1, &y.0)));
     entrants.dedup_by(|x, y| x.0 == y.0);
+    if let Some(anchor) = anchor {
+        let at = entrants.iter().position(|e| e.0 == anchor).with_context(|| {
+            let names: Vec<&str> = entrants.iter().map(|e| e.0.as_str()).collect();
+            format!("no player {anchor:?} to anchor the ladder; the players are {names:?}")
+        })?;
+        let pinned = entrants.remove(at);
+        entrants.insert(0, pinned);
+    }
     let index: BTreeMap<&str, usize> = entrants.iter().enumerate().map(|(i, e)| (e.0.as_str(), i)).collect();
     let mut met: BTreeMap<(usize, usize), Encounter> = BTreeMap::new();
     let mut played = vec![0u32; entrants.len()];
@@ -91,6 +99,7 @@ pub fn run(run: &Path, prior_draws: f64) -> Result<()> {
     }
     let encounters: Vec<Encounter> = met.into_values().collect();
     let ratings = fit_bradley_terry(entrants.len(), &encounters, prior_draws);
+    println!("Elo relative to {} (rated 0)", entrants[0].0);
     println!("{:<28} {:>8} {:>8} {:>7} {:>6}", "player", "steps", "Elo", "±1σ", "games");
     for (i, (name, steps)) in entrants.iter().enumerate() {
         let steps = steps.map_or("-".to_string(), |s| s.to_string());

@@ -222,7 +222,7 @@ mod tests {
         let rows = read_games(run.path()).unwrap();
         assert_eq!(rows.len(), 6, "{rows:?}");
         let of = |a: &str, b: &str| rows.iter().filter(|r| r.a == a && r.b == b).collect::<Vec<_>>();
-        let (first, second, eval) = (of("v1", "v0"), of("v2", "v1"), of("material", "uniform"));
+        let (first, second, eval) = (of("v1", "v0"), of("v2", "v1"), of("material@8", "uniform@8"));
         assert_eq!((first.len(), second.len(), eval.len()), (2, 2, 2), "{rows:?}");
         assert!(first.iter().all(|r| (r.a_steps, r.b_steps) == (Some(10), Some(0))));
         assert!(second.iter().all(|r| (r.a_steps, r.b_steps) == (Some(20), Some(10))));
@@ -249,8 +249,8 @@ mod tests {
         let mut players: Vec<&str> = games.iter().flat_map(|g| [g.0.0.as_str(), g.1.0.as_str()]).collect();
         players.sort_unstable();
         players.dedup();
-        assert_eq!(players, ["material", "uniform", "v0", "v1", "v2"]);
-        crate::ladder::run(run.path(), 1.0).unwrap();
+        assert_eq!(players, ["material@8", "uniform@8", "v0", "v1", "v2"]);
+        crate::ladder::run(run.path(), 1.0, None).unwrap();
         assert!(run.path().join("ladder.svg").exists());
     }
 }

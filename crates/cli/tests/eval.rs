@@ -159,11 +159,24 @@ fn an_sprt_stops_a_lopsided_match_and_the_ladder_rates_the_players() {
     let batches = read_table(dir.path());
     assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), games + 2);
 
-    let ladder = xqz(&["eval", "ladder", "--run", out]);
+    // Each built-in searcher at its two budgets is two players; any of them can be the anchor.
+    let ladder = xqz(&["eval", "ladder", "--run", out, "--anchor", "uniform@64"]);
     let ladder = String::from_utf8_lossy(&ladder.stdout);
     let elo = |name: &str| -> f64 {
-        let line = ladder.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("{ladder}"));
+        let line =
+            ladder.lines().find(|l| l.split_whitespace().next() == Some(name)).unwrap_or_else(|| panic!("{ladder}"));
         line.split_whitespace().nth(2).unwrap().parse().unwrap()
     };
-    assert!(elo("material") > elo("uniform"), "{ladder}");
+    assert!(ladder.starts_with("Elo relative to uniform@64"), "{ladder}");
+    assert_eq!(elo("uniform@64"), 0.0, "{ladder}");
+    assert!(elo("material@64") > 0.0, "{ladder}");
+    for name in ["material@16", "uniform@16"] {
+        elo(name);
+    }
+    let unknown = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["eval", "ladder", "--run", out, "--anchor", "material"])
+        .output()
+        .unwrap();
+    let error = String::from_utf8_lossy(&unknown.stderr);
+    assert!(!unknown.status.success() && error.contains("no player \"material\""), "{error}");
 }
