@@ -2,14 +2,26 @@
 //! precisely what is wrong with it.
 
 use xiangqi::game::{Game, Outcome};
-use xiangqi::{Move, Position};
+use xiangqi::{Color, Move, Position};
 use xqz_dataset::{GameId, GameRecord, GameResult, PlySearch, PolicyEntry, SampleRecord};
+use xqz_mcts::PlaySettings;
 use xqz_proto::v1::GameSubmission;
 
 use crate::settings::SettingsHistory;
 
-/// How far a policy's probabilities may sum from 1 (they are f32 visit fractions).
+/// How far a policy's probabilities, or a root WDL, may sum from 1 (they are f32 fractions).
 const POLICY_SUM_TOLERANCE: f64 = 1e-3;
+
+/// Client text quoted in an error is cut to this many characters, so that a huge field cannot
+/// make the status larger than a client accepts.
+const QUOTE_CHARS: usize = 40;
+
+/// `text` for an error message: debug-quoted, at most [`QUOTE_CHARS`] characters of it.
+fn quote(text: &str) -> String {
+    let mut chars = text.chars();
+    let head: String = chars.by_ref().take(QUOTE_CHARS).collect();
+    if chars.next().is_some() { format!("{head:?}... ({} bytes)", text.len()) } else { format!("{head:?}") }
+}
 
 fn decode_move(code: u32) -> Option<Move> {
     u16::try_from(code).ok().and_then(Move::from_u16)
@@ -52,10 +64,42 @@ fn check_ply(game: &Game, search: &xqz_proto::v1::PlySearch, ply: usize, version
         .as_slice()
         .try_into()
         .map_err(|_| format!("ply {ply}: root_wdl has {} values, expected 3", search.root_wdl.len()))?;
-    if root_wdl.iter().any(|v| !v.is_finite()) {
-        return Err(format!("ply {ply}: root_wdl {root_wdl:?} is not finite"));
+    let sum: f64 = root_wdl.iter().map(|&v| f64::from(v)).sum();
+    if root_wdl.iter().any(|v| !(0.0..=1.0).contains(v)) || (sum - 1.0).abs() > POLICY_SUM_TOLERANCE {
+        return Err(format!("ply {ply}: root_wdl {root_wdl:?} is not a win/draw/loss triple (each in [0, 1], sum 1)"));
     }
     Ok(PlySearch { policy, root_wdl, model_version: version, full_search: search.full_search })
+}
+
+/// Checks a resignation claim against the rule self-play resigns by: the side to move resigns
+/// (so `winner` is its opponent), resigning is on, and the side's own recorded searches before
+/// this one (`resign_consecutive - 1` of them; the resigning search itself is not recorded) all
+/// valued its position below the threshold.
+fn check_resignation(
+    settings: &PlaySettings,
+    game: &Game,
+    winner: Color,
+    searches: &[PlySearch],
+) -> Result<(), String> {
+    let loser = game.position().turn();
+    if winner == loser {
+        return Err(format!(
+            "claims that {winner}, the side to move, won by resignation: only the side to move resigns"
+        ));
+    }
+    let Some(rule) = settings.resign_config() else {
+        return Err("claims a resignation, but resigning is off under its settings".into());
+    };
+    let own = searches.iter().rev().skip(1).step_by(2).take(rule.consecutive.saturating_sub(1) as usize);
+    let values: Vec<f32> = own.map(|s| s.root_wdl[0] - s.root_wdl[2]).collect();
+    if values.len() + 1 < rule.consecutive as usize || values.iter().any(|&v| v >= rule.threshold) {
+        return Err(format!(
+            "{loser} resigned, but its last searches valued its position at {values:?}: resigning needs {} searches \
+             in a row below {}",
+            rule.consecutive, rule.threshold
+        ));
+    }
+    Ok(())
 }
 
 /// Replays `sub` under the settings version it names (0: the version in force) and returns its
@@ -81,7 +125,8 @@ pub(crate) fn validate_game(
     if sub.plies.len() != sub.moves.len() {
         return Err(fail(format!("{} plies of search for {} moves", sub.plies.len(), sub.moves.len())));
     }
-    let claimed = GameResult::from_name(&sub.result).ok_or_else(|| fail(format!("unknown result {:?}", sub.result)))?;
+    let claimed =
+        GameResult::from_name(&sub.result).ok_or_else(|| fail(format!("unknown result {}", quote(&sub.result))))?;
     let settings_version = match sub.settings_version {
         0 => history.current().0,
         version => version,
@@ -89,7 +134,12 @@ pub(crate) fn validate_game(
     let settings = history.get(settings_version).ok_or_else(|| {
         fail(format!("unknown settings version {settings_version} (in force: {})", history.current().0))
     })?;
-    let start = Position::from_fen(&sub.start_fen).map_err(|e| fail(format!("bad FEN {:?}: {e}", sub.start_fen)))?;
+    let start =
+        Position::from_fen(&sub.start_fen).map_err(|e| fail(format!("bad FEN {}: {e}", quote(&sub.start_fen))))?;
+    // Self-play starts from the standard position; any other start is a claim nobody can check.
+    if start.to_string() != xiangqi::START_FEN {
+        return Err(fail(format!("starts from {}, not the standard start position", quote(&sub.start_fen))));
+    }
     let mut game = Game::from_position(start, settings.game_config());
     let mut searches = Vec::with_capacity(sub.moves.len());
     for (ply, (&code, search)) in sub.moves.iter().zip(&sub.plies).enumerate() {
@@ -104,19 +154,20 @@ pub(crate) fn validate_game(
         Some((result, reason)) => {
             if (result, reason) != (claimed, sub.reason.as_str()) {
                 return Err(fail(format!(
-                    "claims {claimed} by {:?} but the replay gives {result} by {reason}",
-                    sub.reason
+                    "claims {claimed} by {} but the replay gives {result} by {reason}",
+                    quote(&sub.reason)
                 )));
             }
         }
         None => match claimed.winner() {
             Some(winner) if sub.reason == "resignation" => {
+                check_resignation(settings, &game, winner, &searches).map_err(&fail)?;
                 game.resign(!winner).map_err(|e| fail(e.to_string()))?;
             }
             _ => {
                 return Err(fail(format!(
-                    "claims {claimed} by {:?} but the game is not over after {} plies (only a resignation can end it)",
-                    sub.reason,
+                    "claims {claimed} by {} but the game is not over after {} plies (only a resignation can end it)",
+                    quote(&sub.reason),
                     sub.moves.len()
                 )));
             }
@@ -230,20 +281,66 @@ mod tests {
         assert_adjudication(&moves, capped, "max_length", adjudicating, "material_adjudication");
     }
 
+    /// Red, to move after four plies, resigns; its two recorded searches saw it lost.
+    fn resigned_game() -> GameSubmission {
+        let mut sub = game_of(&["h2e2", "h9g7", "h0g2", "i9h9"]);
+        for ply in [0, 2] {
+            sub.plies[ply].root_wdl = vec![0.02, 0.03, 0.95];
+        }
+        (sub.result, sub.reason) = ("black".into(), "resignation".into());
+        sub
+    }
+
     #[test]
     fn an_unfinished_game_needs_a_resignation() {
         // A cap of 0 is no cap, as workers read it.
         for max_plies in [300, 0] {
             let long = &SettingsHistory::single(PlaySettings { max_plies, ..PlaySettings::default() });
-            let mut sub = two_move_draw();
-            assert!(validate_game(0, &sub, long, 0, "w").unwrap_err().contains("not over"));
-            sub.result = "black".into();
-            sub.reason = "resignation".into();
+            let mut sub = resigned_game();
             let (record, _) = validate_game(0, &sub, long, 0, "w").unwrap();
-            assert_eq!(record.result, GameResult::BlackWin);
+            assert_eq!((record.result, record.reason.as_str()), (GameResult::BlackWin, "resignation"));
             sub.result = "draw".into();
-            assert!(validate_game(0, &sub, long, 0, "w").is_err());
+            assert!(validate_game(0, &sub, long, 0, "w").unwrap_err().contains("not over"));
         }
+    }
+
+    #[test]
+    fn a_resignation_is_only_what_self_play_would_have_done() {
+        let settings = &SettingsHistory::single(PlaySettings::default());
+        validate_game(0, &resigned_game(), settings, 0, "w").unwrap();
+        // The side to move cannot claim that its opponent resigned.
+        let mut sub = resigned_game();
+        sub.result = "red".into();
+        assert!(validate_game(0, &sub, settings, 0, "w").unwrap_err().contains("only the side to move resigns"));
+        // A side that did not see itself lost does not resign.
+        let mut sub = resigned_game();
+        sub.plies[2].root_wdl = vec![0.2, 0.3, 0.5];
+        let error = validate_game(0, &sub, settings, 0, "w").unwrap_err();
+        assert!(error.contains("red resigned") && error.contains("below -0.9"), "{error}");
+        // Nor where resigning is off.
+        let off = &SettingsHistory::single(PlaySettings { resign: false, ..PlaySettings::default() });
+        assert!(validate_game(0, &resigned_game(), off, 0, "w").unwrap_err().contains("resigning is off"));
+    }
+
+    #[test]
+    fn values_and_starts_are_checked_and_client_text_is_quoted_short() {
+        let settings = &settings();
+        for wdl in [vec![-5.0, 7.0, -1.0], vec![3e38, -3e38, 1.0], vec![0.5, 0.5, 0.5], vec![f32::NAN, 0.5, 0.5]] {
+            let mut sub = two_move_draw();
+            sub.plies[1].root_wdl = wdl.clone();
+            let error = validate_game(0, &sub, settings, 0, "w").unwrap_err();
+            assert!(error.contains("ply 1: root_wdl") && error.contains("win/draw/loss"), "{wdl:?}: {error}");
+        }
+        let mut sub = two_move_draw();
+        sub.start_fen = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABN1 w - - 0 1".into();
+        assert!(validate_game(0, &sub, settings, 0, "w").unwrap_err().contains("not the standard start position"));
+        let mut sub = two_move_draw();
+        sub.start_fen = "x".repeat(100_000);
+        let error = validate_game(0, &sub, settings, 0, "w").unwrap_err();
+        assert!(error.len() < 300 && error.contains("(100000 bytes)"), "{} bytes: {}", error.len(), &error[..100]);
+        let mut sub = two_move_draw();
+        sub.result = "y".repeat(5000);
+        assert!(validate_game(0, &sub, settings, 0, "w").unwrap_err().len() < 300);
     }
 
     #[test]

@@ -365,3 +365,40 @@ async fn a_game_of_earlier_settings_is_validated_under_them_after_a_restart() {
     let games = Dataset::open(dir.path().join("dataset")).unwrap().games().unwrap();
     assert_eq!(games.iter().map(|g| g.settings_version).collect::<Vec<_>>(), vec![1]);
 }
+
+#[tokio::test]
+async fn self_played_resignations_are_accepted_under_the_same_rule() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every side resigns as soon as two of its searches value it below +0.3: at once.
+    let settings = PlaySettings {
+        playouts: 8,
+        cheap_playouts: 4,
+        max_plies: 30,
+        resign_threshold: 0.3,
+        resign_consecutive: 2,
+        resign_disabled_fraction: 0.0,
+        ..PlaySettings::default()
+    };
+    let config = SelfPlayConfig { settings_version: 1, ..settings.self_play_config(1, 4, 7) };
+    let mut games = Vec::new();
+    self_play(&config, MaterialEvaluator, 4, &AtomicBool::new(false), |g| games.push(g)).unwrap();
+    assert!(games.iter().all(|g| g.game.outcome().verdict().unwrap().reason.name() == "resignation"));
+    let subs: Vec<_> = games
+        .iter()
+        .map(|g| {
+            let (record, samples) = xqz_worker::to_records(g, 0, "w").unwrap();
+            xqz_proto::wire::encode_game(&record, &samples)
+        })
+        .collect();
+    let server = Server::start(dir.path(), settings).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let answer = with_timeout(client.submit_games(batch("k1", subs.clone()))).await.unwrap().into_inner();
+    assert_eq!(answer.accepted, 4);
+    // The same games claimed for the other side are refused.
+    let mut flipped = subs[0].clone();
+    (flipped.game_id, flipped.result) = (vec![9; 16], if flipped.result == "red" { "black" } else { "red" }.into());
+    let error = client.submit_games(batch("k2", vec![flipped])).await.unwrap_err();
+    assert_eq!(error.code(), Code::InvalidArgument);
+    assert!(error.message().contains("only the side to move resigns"), "{}", error.message());
+    server.stop().await;
+}
