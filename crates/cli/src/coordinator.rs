@@ -21,9 +21,14 @@ pub struct CoordinatorArgs {
     /// Data folder: dataset/, models/, the settings history and the idempotency log.
     #[arg(long)]
     data: PathBuf,
-    /// Bearer token every call must carry (none: no authentication).
+    /// The bearer token every call must carry (none: no authentication, which is refused on an
+    /// address other than loopback unless --insecure).
+    #[command(flatten)]
+    token: crate::token::TokenArgs,
+    /// Serve without a token on an address other than loopback (anyone who reaches it may submit
+    /// games and publish models).
     #[arg(long)]
-    token: Option<String>,
+    insecure: bool,
     /// Address of the Prometheus metrics endpoint (plain HTTP), if any.
     #[arg(long)]
     metrics: Option<SocketAddr>,
@@ -82,7 +87,14 @@ fn settings(args: &CoordinatorArgs, given: &ArgMatches) -> Result<PlaySettings> 
 /// Runs `xqz coordinator`.
 pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     let mut config = CoordinatorConfig::new(args.listen, &args.data);
-    config.token = args.token.clone().filter(|t| !t.is_empty());
+    config.token = args.token.resolve()?;
+    anyhow::ensure!(
+        config.token.is_some() || args.listen.ip().is_loopback() || args.insecure,
+        "refusing to serve on {} without a token: give one with --token-file FILE or the {} variable, or pass \
+         --insecure to serve anyone who reaches the address",
+        args.listen,
+        crate::token::TOKEN_ENV
+    );
     config.metrics = args.metrics;
     config.settings = settings(args, given)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;

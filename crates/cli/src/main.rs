@@ -13,6 +13,7 @@ mod results;
 mod selfplay;
 mod settings;
 mod strength;
+mod token;
 mod train;
 mod uci;
 mod worker;

@@ -16,9 +16,8 @@ pub struct TrainArgs {
     /// The coordinator to publish to (`http://HOST:PORT`).
     #[arg(long)]
     coordinator: String,
-    /// Bearer token of the coordinator.
-    #[arg(long)]
-    token: Option<String>,
+    #[command(flatten)]
+    token: crate::token::TokenArgs,
     /// The coordinator's dataset folder (`<coordinator data>/dataset`).
     #[arg(long)]
     data: PathBuf,
@@ -51,7 +50,7 @@ pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
         settings.trainer_config(args.data.clone(), args.run.clone(), args.device.resolve()?, args.max_steps)?;
     let mut publisher: Box<dyn Publisher> = Box::new(GrpcPublisher::new(
         &args.coordinator,
-        args.token.clone(),
+        args.token.resolve()?,
         &format!("trainer-{}", std::process::id()),
     )?);
     // SIGINT/SIGTERM end the loop after the current step, with a checkpoint.

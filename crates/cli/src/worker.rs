@@ -17,9 +17,8 @@ pub struct WorkerArgs {
     /// The coordinator's URL, e.g. `http://host:50051`.
     #[arg(long)]
     coordinator: String,
-    /// Bearer token for the coordinator.
-    #[arg(long)]
-    token: Option<String>,
+    #[command(flatten)]
+    token: crate::token::TokenArgs,
     /// Search threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -72,7 +71,7 @@ pub fn run(args: WorkerArgs) -> Result<()> {
     let init = ModelConfig::resolve(&args.init_model)?;
     let config = RemoteConfig {
         coordinator: args.coordinator,
-        token: args.token,
+        token: args.token.resolve()?,
         dir: args.dir,
         name: args.name.unwrap_or_else(default_name),
         threads: args.threads,

@@ -201,3 +201,31 @@ fn the_coordinator_refuses_to_start_on_invalid_settings() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn the_coordinator_needs_a_token_off_loopback() {
+    let dir = tempfile::tempdir().unwrap();
+    // Each start is cut short by --playouts 0 once past the token check, so nothing listens.
+    let start = |flags: &[&str], env: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_xqz"));
+        command.args(["coordinator", "--listen", "0.0.0.0:0", "--playouts", "0", "--data"]).arg(dir.path()).args(flags);
+        command.env_remove("XQZ_TOKEN");
+        if let Some(token) = env {
+            command.env("XQZ_TOKEN", token);
+        }
+        let out = command.output().unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let refused = start(&[], None);
+    assert!(refused.contains("refusing to serve on 0.0.0.0:0 without a token"), "{refused}");
+    assert!(start(&["--insecure"], None).contains("playouts = 0"));
+    assert!(start(&[], Some("s3cret")).contains("playouts = 0"));
+    let file = dir.path().join("token");
+    std::fs::write(&file, "s3cret\n").unwrap();
+    assert!(start(&["--token-file", file.to_str().unwrap()], None).contains("playouts = 0"));
+    let missing = start(&["--token-file", "/no/such/token"], None);
+    assert!(missing.contains("/no/such/token"), "{missing}");
+    assert!(start(&["--token", "a", "--token-file", file.to_str().unwrap()], None).contains("cannot be used with"));
+    assert!(start(&["--token", "two words"], None).contains("printable ASCII"));
+}

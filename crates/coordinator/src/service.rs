@@ -19,13 +19,23 @@ use crate::Limits;
 use crate::metrics::Metrics;
 use crate::registry::{PublishError, Registry};
 use crate::settings::SettingsHistory;
-use crate::store::{Ingested, Store};
+use crate::store::{Ingested, KeyReused, Store, content_digest};
 use crate::validate::validate_game;
 
 /// Workers silent for longer are not counted as alive.
 const ALIVE_WINDOW: Duration = Duration::from_secs(60);
 /// Size of a `DownloadModel` chunk.
 const CHUNK_BYTES: usize = 1 << 20;
+/// Longest idempotency key, in bytes (printable ASCII).
+pub(crate) const MAX_KEY_BYTES: usize = 128;
+
+/// The status for an idempotency key that arrives with other games than it first carried.
+fn key_reused(key: &str) -> Status {
+    Status::already_exists(format!(
+        "idempotency key {key:?} was used before for other games; a retry must resend the same games, new games \
+         need a new key"
+    ))
+}
 
 /// Everything the handlers share.
 pub(crate) struct State {
@@ -105,6 +115,14 @@ impl CoordinatorService {
 
     async fn submit(&self, req: SubmitGamesRequest) -> Result<SubmitGamesResponse, Status> {
         let state = &self.state;
+        let key = req.idempotency_key.clone();
+        if key.len() > MAX_KEY_BYTES || !key.bytes().all(|b| b.is_ascii_graphic()) {
+            state.reject(req.games.len());
+            return Err(Status::invalid_argument(format!(
+                "the idempotency key must be at most {MAX_KEY_BYTES} printable ASCII characters ({} bytes given)",
+                key.len()
+            )));
+        }
         state.touch(&req.worker_id);
         let moves: usize = req.games.iter().map(|g| g.moves.len()).sum();
         if req.games.len() > state.limits.max_games_per_request || moves > state.limits.max_moves_per_request {
@@ -125,9 +143,12 @@ impl CoordinatorService {
         let checker = self.state.clone();
         // The store's lock may be held through a flush, so even the quick key lookup happens off
         // the async workers.
+        let content = content_digest(req.games.iter().map(|g| g.game_id.as_slice()));
         let checked = tokio::task::spawn_blocking(move || {
-            if let Some(done) = lock(&checker.store).replayed(&req.idempotency_key) {
-                return Ok(Err(done));
+            match lock(&checker.store).replayed(&req.idempotency_key, &content) {
+                Ok(Some(done)) => return Ok(Err(Ok(done))),
+                Ok(None) => {}
+                Err(KeyReused) => return Ok(Err(Err(KeyReused))),
             }
             let latest = checker.registry.latest_version();
             let records = req
@@ -136,24 +157,34 @@ impl CoordinatorService {
                 .enumerate()
                 .map(|(i, g)| validate_game(i, g, &checker.settings, latest, &req.worker_id))
                 .collect::<Result<Vec<_>, String>>();
-            records.map(|r| Ok((req.idempotency_key, r)))
+            records.map(|r| Ok((req.idempotency_key, content, r)))
         })
         .await
         .map_err(|e| Status::internal(format!("validation task: {e}")))?;
-        let (key, records) = match checked {
+        let (stored_key, content, records) = match checked {
             Ok(Ok(ok)) => ok,
-            Ok(Err(done)) => return Ok(replayed(done)),
+            Ok(Err(Ok(done))) => return Ok(replayed(done)),
+            Ok(Err(Err(KeyReused))) => {
+                state.reject(count);
+                return Err(key_reused(&key));
+            }
             Err(message) => {
                 state.reject(count);
                 return Err(Status::invalid_argument(message));
             }
         };
         let writer = self.state.clone();
-        let (done, was_replay, samples) =
-            tokio::task::spawn_blocking(move || lock(&writer.store).ingest(&key, records))
-                .await
-                .map_err(|e| Status::internal(format!("storage task: {e}")))?
-                .map_err(|e| Status::internal(format!("storing the games failed: {e}")))?;
+        let stored = tokio::task::spawn_blocking(move || lock(&writer.store).ingest(&stored_key, &content, records))
+            .await
+            .map_err(|e| Status::internal(format!("storage task: {e}")))?
+            .map_err(|e| Status::internal(format!("storing the games failed: {e}")))?;
+        let (done, was_replay, samples) = match stored {
+            Ok(stored) => stored,
+            Err(KeyReused) => {
+                state.reject(count);
+                return Err(key_reused(&key));
+            }
+        };
         if was_replay {
             return Ok(replayed(done));
         }

@@ -29,7 +29,26 @@ struct KeyLine {
     key: String,
     accepted: u32,
     duplicates: u32,
+    /// [`content_digest`] of the request that first used the key (absent in older logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    content: Option<String>,
 }
+
+/// What identifies a request's content: the sha256 of its game ids in order. A retry carries the
+/// same games; a key reused for other games is not a retry.
+pub(crate) fn content_digest<'a>(game_ids: impl IntoIterator<Item = &'a [u8]>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for id in game_ids {
+        hasher.update((id.len() as u32).to_le_bytes());
+        hasher.update(id);
+    }
+    format!("{:x}", hasher.finalize())
+}
+
+/// A key seen before with other content.
+#[derive(Debug)]
+pub(crate) struct KeyReused;
 
 /// What the store holds, for statistics.
 #[derive(Clone, Debug, Default)]
@@ -44,7 +63,7 @@ pub(crate) struct Store {
     /// `None` after a failed write whose buffered rows had to be dropped and reopening failed.
     writer: Option<DatasetWriter>,
     known: HashSet<GameId>,
-    keys: HashMap<String, Ingested>,
+    keys: HashMap<String, (Ingested, Option<String>)>,
     key_log: File,
     counts: StoreCounts,
 }
@@ -64,7 +83,7 @@ fn sync_dir(dir: &Path) -> Result<(), CoordinatorError> {
 }
 
 /// Reads the idempotency log, cutting a torn last line (a crash mid-append) off the file.
-fn load_keys(path: &Path) -> Result<HashMap<String, Ingested>, CoordinatorError> {
+fn load_keys(path: &Path) -> Result<HashMap<String, (Ingested, Option<String>)>, CoordinatorError> {
     let text = match fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
@@ -80,7 +99,7 @@ fn load_keys(path: &Path) -> Result<HashMap<String, Ingested>, CoordinatorError>
     for (n, line) in text[..complete].split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.is_empty()) {
         let line: KeyLine = serde_json::from_slice(line)
             .map_err(|e| CoordinatorError::Corrupt { path: path.into(), message: format!("line {}: {e}", n + 1) })?;
-        keys.insert(line.key, Ingested { accepted: line.accepted, duplicates: line.duplicates });
+        keys.insert(line.key, (Ingested { accepted: line.accepted, duplicates: line.duplicates }, line.content));
     }
     Ok(keys)
 }
@@ -106,9 +125,15 @@ impl Store {
         Ok(Store { dataset_dir, writer: Some(writer), known, keys, key_log, counts })
     }
 
-    /// The earlier answer to `key`, if it was seen.
-    pub fn replayed(&self, key: &str) -> Option<Ingested> {
-        if key.is_empty() { None } else { self.keys.get(key).copied() }
+    /// The earlier answer to `key`, if it was seen with the same `content` (a retry); an error if
+    /// it was seen with other content.
+    pub fn replayed(&self, key: &str, content: &str) -> Result<Option<Ingested>, KeyReused> {
+        match self.keys.get(key) {
+            _ if key.is_empty() => Ok(None),
+            None => Ok(None),
+            Some((_, Some(first))) if first != content => Err(KeyReused),
+            Some((done, _)) => Ok(Some(*done)),
+        }
     }
 
     pub fn counts(&self) -> &StoreCounts {
@@ -120,11 +145,14 @@ impl Store {
     pub fn ingest(
         &mut self,
         key: &str,
+        content: &str,
         games: Vec<(GameRecord, Vec<SampleRecord>)>,
-    ) -> Result<(Ingested, bool, u64), CoordinatorError> {
+    ) -> Result<Result<(Ingested, bool, u64), KeyReused>, CoordinatorError> {
         // Checked again under the lock: a concurrent retry may have committed since the first look.
-        if let Some(done) = self.replayed(key) {
-            return Ok((done, true, 0));
+        match self.replayed(key, content) {
+            Ok(Some(done)) => return Ok(Ok((done, true, 0))),
+            Ok(None) => {}
+            Err(reused) => return Ok(Err(reused)),
         }
         let mut fresh = Vec::with_capacity(games.len());
         let mut ids = HashSet::new();
@@ -142,7 +170,12 @@ impl Store {
             self.write(&fresh)?;
         }
         if !key.is_empty() {
-            let line = KeyLine { key: key.to_string(), accepted: result.accepted, duplicates: result.duplicates };
+            let line = KeyLine {
+                key: key.to_string(),
+                accepted: result.accepted,
+                duplicates: result.duplicates,
+                content: Some(content.to_string()),
+            };
             let mut text = serde_json::to_vec(&line).map_err(|e| CoordinatorError::Corrupt {
                 path: KEY_LOG.into(),
                 message: format!("cannot encode a key: {e}"),
@@ -150,9 +183,9 @@ impl Store {
             text.push(b'\n');
             let log_path = self.dataset_dir.with_file_name(KEY_LOG);
             self.key_log.write_all(&text).and_then(|()| self.key_log.sync_data()).at(&log_path)?;
-            self.keys.insert(key.to_string(), result);
+            self.keys.insert(key.to_string(), (result, Some(content.to_string())));
         }
-        Ok((result, false, samples))
+        Ok(Ok((result, false, samples)))
     }
 
     /// Appends and flushes `games` as one shard; on failure no row of them stays buffered.

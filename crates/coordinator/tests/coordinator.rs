@@ -147,6 +147,16 @@ async fn dedup_by_key_and_game_id_survives_a_restart() {
     assert_eq!((again.accepted, again.duplicates, again.replayed_batch), (2, 0, true));
     let dup = client.submit_games(batch("k3", vec![draw(1), draw(3)])).await.unwrap().into_inner();
     assert_eq!((dup.accepted, dup.duplicates, dup.replayed_batch), (0, 2, false));
+    // A key bound to other games (across the restart too) is refused, not answered as a replay.
+    let reused = client.submit_games(batch("k1", vec![draw(4)])).await.unwrap_err();
+    assert_eq!(reused.code(), Code::AlreadyExists, "{reused:?}");
+    assert!(reused.message().contains("\"k1\" was used before for other games"), "{}", reused.message());
+    // Keys are bounded and printable.
+    for key in ["k".repeat(129), "a key".to_string(), "k\u{7f}".to_string()] {
+        let error = client.submit_games(batch(&key, vec![draw(5)])).await.unwrap_err();
+        assert_eq!(error.code(), Code::InvalidArgument, "{key:?}");
+        assert!(error.message().len() < 200, "{}", error.message());
+    }
     let stats = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner();
     assert_eq!((stats.games, stats.samples, stats.duplicate_games), (3, 6, 2));
     server.stop().await;

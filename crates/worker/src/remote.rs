@@ -181,7 +181,8 @@ enum Failure {
 
 fn classify(code: Code) -> Failure {
     match code {
-        Code::InvalidArgument | Code::ResourceExhausted => Failure::Rejected,
+        // AlreadyExists: the batch's key was bound to other games; resending cannot change that.
+        Code::InvalidArgument | Code::ResourceExhausted | Code::AlreadyExists => Failure::Rejected,
         Code::Unauthenticated | Code::PermissionDenied | Code::Unimplemented => Failure::Fatal,
         _ => Failure::Transient,
     }
@@ -352,7 +353,6 @@ impl Session {
     fn batcher(&self) -> Batcher {
         Batcher {
             worker_id: self.worker_id.clone(),
-            name: self.config.name.clone(),
             games: self.config.batch_games.max(1),
             interval: self.config.batch_interval,
         }
@@ -362,7 +362,6 @@ impl Session {
 /// How finished games are grouped.
 struct Batcher {
     worker_id: String,
-    name: String,
     games: usize,
     interval: Duration,
 }
@@ -402,7 +401,8 @@ async fn batch_games(
         };
         if flush && !pending.is_empty() {
             let batch = SubmitGamesRequest {
-                idempotency_key: format!("{}-{:032x}", batcher.name, rand::random::<u128>()),
+                // The coordinator's id (short, printable) keeps keys within its bound.
+                idempotency_key: format!("{}-{:032x}", batcher.worker_id, rand::random::<u128>()),
                 worker_id: batcher.worker_id.clone(),
                 games: std::mem::take(&mut pending),
             };
@@ -729,6 +729,7 @@ mod tests {
         }
         assert_eq!(classify(Code::InvalidArgument), Failure::Rejected);
         assert_eq!(classify(Code::ResourceExhausted), Failure::Rejected);
+        assert_eq!(classify(Code::AlreadyExists), Failure::Rejected);
         assert_eq!(classify(Code::Unauthenticated), Failure::Fatal);
     }
 }
