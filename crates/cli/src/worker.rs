@@ -33,6 +33,10 @@ pub struct WorkerArgs {
     /// Config of the random network played with until a model is published (tiny, small, ...).
     #[arg(long, default_value = "small")]
     init_model: String,
+    /// On SIGTERM or Ctrl-C, how long games in progress may take to finish before they are
+    /// dropped (finished games are then uploaded for up to 10 more seconds).
+    #[arg(long, default_value_t = 15.0, value_parser = parse_seconds)]
+    drain_seconds: f64,
     /// Stop after this many games are played and uploaded.
     #[arg(long)]
     max_games: Option<u64>,
@@ -61,6 +65,14 @@ impl ModelHost for NetHost {
     }
 }
 
+/// Parses a number of seconds, 0 or more.
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s >= 0.0 && s.is_finite() && s < 1e9 => Ok(s),
+        _ => Err(format!("expected a number of seconds, 0 or more, got {text:?}")),
+    }
+}
+
 fn default_name() -> String {
     let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".into());
     format!("{host}-{}", std::process::id())
@@ -80,6 +92,7 @@ pub fn run(args: WorkerArgs) -> Result<()> {
         batch_games: 16,
         batch_interval: Duration::from_secs(5),
         heartbeat_interval: Duration::from_secs(5),
+        drain: Duration::from_secs_f64(args.drain_seconds),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {

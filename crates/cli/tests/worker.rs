@@ -55,3 +55,53 @@ async fn a_worker_uploads_its_games_and_exits() {
     stop.send(()).unwrap();
     running.wait().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_worker_finishes_its_games_in_progress_and_uploads_them() {
+    let data = tempfile::tempdir().unwrap();
+    let worker_dir = tempfile::tempdir().unwrap();
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data.path());
+    config.settings =
+        PlaySettings { max_plies: 60, playouts: 8, cheap_playouts: 4, resign: false, ..PlaySettings::default() };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let running = serve(config, async move {
+        let _ = stopped.await;
+    })
+    .await
+    .unwrap();
+    let url = format!("http://{}", running.addr());
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["worker", "--coordinator", &url, "--init-model", "tiny", "--drain-seconds", "100"])
+        .args(["--device", "cpu", "--threads", "1", "--games-per-thread", "2", "--dir"])
+        .arg(worker_dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = worker.stderr.take().unwrap();
+    let (playing_tx, playing) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut log = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)).map_while(Result::ok) {
+            if line.contains("playing with model") {
+                let _ = playing_tx.send(());
+            }
+            log.push_str(&line);
+            log.push('\n');
+        }
+        log
+    });
+    // Two games are always under way once the worker plays; stop it in the middle of them.
+    playing.recv_timeout(Duration::from_secs(60)).expect("the worker plays");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(worker.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let status = tokio::task::spawn_blocking(move || worker.wait()).await.unwrap().unwrap();
+    let log = reader.join().unwrap();
+    assert!(status.success(), "{log}");
+    assert!(log.contains("no new games") && !log.contains("are dropped"), "{log}");
+    let finished = log.matches("worker: finished game").count();
+    let mut client = CoordinatorClient::connect(url).await.unwrap();
+    let stats = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner();
+    assert!(finished >= 2 && stats.games == finished as u64, "{finished} finished, {} stored: {log}", stats.games);
+    stop.send(()).unwrap();
+    running.wait().await.unwrap();
+}

@@ -213,6 +213,7 @@ async fn a_worker_searches_as_the_coordinator_says() {
         batch_games: 1,
         batch_interval: std::time::Duration::from_secs(1),
         heartbeat_interval: std::time::Duration::from_secs(1),
+        drain: std::time::Duration::from_secs(1),
     })
     .await
     .unwrap();

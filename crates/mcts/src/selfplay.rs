@@ -217,24 +217,38 @@ impl SelfPlayStats {
 }
 
 /// The config new games start under, replaceable while games are in progress: each game plays to
-/// its end under the config it started with, so a worker switches settings between games.
+/// its end under the config it started with, so a worker switches settings between games. Closed,
+/// it starts no more games while those in progress play on (a worker draining before it stops).
 #[derive(Debug)]
-pub struct LiveConfig(RwLock<Arc<SelfPlayConfig>>);
+pub struct LiveConfig {
+    config: RwLock<Arc<SelfPlayConfig>>,
+    closed: AtomicBool,
+}
 
 impl LiveConfig {
     /// Starts with `config`.
     pub fn new(config: SelfPlayConfig) -> LiveConfig {
-        LiveConfig(RwLock::new(Arc::new(config)))
+        LiveConfig { config: RwLock::new(Arc::new(config)), closed: AtomicBool::new(false) }
     }
 
     /// The config a game starting now plays under.
     pub fn current(&self) -> Arc<SelfPlayConfig> {
-        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.config.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Games starting from now on play under `config`.
     pub fn replace(&self, config: SelfPlayConfig) {
-        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+        *self.config.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(config);
+    }
+
+    /// No game starts from now on; games in progress play to their end.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`LiveConfig::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
     }
 }
 
@@ -370,7 +384,7 @@ fn play_games<E: Evaluator + ?Sized>(
     let mut owners: Vec<usize> = Vec::new();
     loop {
         let config = live.current();
-        while slots.len() < config.games_per_thread.max(1) && !stop.load(Ordering::Relaxed) {
+        while slots.len() < config.games_per_thread.max(1) && !stop.load(Ordering::Relaxed) && !live.is_closed() {
             match next_index() {
                 Some(index) => slots.push(Slot::new(config.clone(), index)),
                 None => break,

@@ -668,3 +668,17 @@ fn a_live_config_switches_settings_between_games() {
     assert!(played[0].1 > 6, "{played:?}");
     assert_eq!(&played[1..], &[(2, 6), (2, 6)], "{played:?}");
 }
+
+#[test]
+fn a_closed_live_config_starts_no_game_and_finishes_those_in_progress() {
+    let config = SelfPlayConfig { threads: 1, games_per_thread: 3, resign: None, ..short_config() };
+    let live = xqz_mcts::LiveConfig::new(config);
+    let mut finished = Vec::new();
+    let stats = xqz_mcts::self_play_live(&live, MaterialEvaluator, 100, &AtomicBool::new(false), |g| {
+        finished.push(g.game.outcome().is_over());
+        live.close();
+    })
+    .unwrap();
+    // The three games under way when the first ended all finished; none started after it.
+    assert_eq!((stats.games, finished), (3, vec![true; 3]));
+}

@@ -18,9 +18,9 @@
 //!   under theirs), and each game names the settings version it was played under;
 //! - heartbeats.
 //!
-//! On shutdown no new game starts and games in progress are dropped (self-play's stop flag);
-//! finished games are spooled and the uploader gets [`SHUTDOWN_GRACE`] to send them. What it
-//! cannot send stays in the spool and is sent by the next run.
+//! On shutdown no new game starts, games in progress get [`RemoteConfig::drain`] to finish (then
+//! the rest are dropped), finished games are spooled and the uploader gets [`SHUTDOWN_GRACE`] to
+//! send them. What it cannot send stays in the spool and is sent by the next run.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -76,6 +76,8 @@ pub struct RemoteConfig {
     pub batch_interval: Duration,
     /// Time between heartbeats.
     pub heartbeat_interval: Duration,
+    /// On shutdown, how long games in progress may take to finish before they are dropped.
+    pub drain: Duration,
 }
 
 /// The network a worker plays with, replaceable while games are in progress.
@@ -322,15 +324,26 @@ impl Session {
             version,
         ));
 
+        let mut player = player;
         let uploaded = tokio::select! {
             uploaded = &mut uploader => Some(uploaded),
             () = shutdown => None,
         };
-        stop.store(true, Ordering::SeqCst);
+        let mut played = None;
         let uploaded = match uploaded {
-            Some(uploaded) => uploaded,
+            Some(uploaded) => {
+                stop.store(true, Ordering::SeqCst);
+                uploaded
+            }
             None => {
-                eprintln!("worker: stopping; games in progress are dropped, finished games are uploaded");
+                live.close();
+                let drain = self.config.drain;
+                eprintln!("worker: stopping; no new games, those in progress have {drain:?} to finish");
+                match tokio::time::timeout(drain, &mut player).await {
+                    Ok(done) => played = Some(done),
+                    Err(_) => eprintln!("worker: games still in progress after {drain:?} are dropped"),
+                }
+                stop.store(true, Ordering::SeqCst);
                 match tokio::time::timeout(SHUTDOWN_GRACE, &mut uploader).await {
                     Ok(uploaded) => uploaded,
                     Err(_) => {
@@ -343,7 +356,11 @@ impl Session {
         };
         watcher.abort();
         heartbeat.abort();
-        let played = player.await.expect("self-play does not panic");
+        let played = match played {
+            Some(done) => done,
+            None => player.await,
+        }
+        .expect("self-play does not panic");
         batcher.await.expect("the batcher does not panic")?;
         let uploaded = uploaded.expect("the uploader does not panic")?;
         played?;
