@@ -8,20 +8,31 @@ use xqz_mcts::PlaySettings;
 use xqz_proto::v1::GetStatsRequest;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_uploads_its_games_and_exits() {
-    let data = tempfile::tempdir().unwrap();
-    let worker_dir = tempfile::tempdir().unwrap();
-    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data.path());
-    config.token = Some("secret".into());
-    config.settings = PlaySettings { max_plies: 20, playouts: 8, cheap_playouts: 4, ..PlaySettings::default() };
+/// An in-process coordinator on 127.0.0.1 with `settings` and `token`: its URL, the server and
+/// the sender that stops it.
+async fn coordinator(
+    data: &std::path::Path,
+    settings: PlaySettings,
+    token: Option<&str>,
+) -> (String, xqz_coordinator::Running, tokio::sync::oneshot::Sender<()>) {
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data);
+    config.token = token.map(str::to_string);
+    config.settings = settings;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let running = serve(config, async move {
         let _ = stopped.await;
     })
     .await
     .unwrap();
-    let url = format!("http://{}", running.addr());
+    (format!("http://{}", running.addr()), running, stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_uploads_its_games_and_exits() {
+    let data = tempfile::tempdir().unwrap();
+    let worker_dir = tempfile::tempdir().unwrap();
+    let settings = PlaySettings { max_plies: 20, playouts: 8, cheap_playouts: 4, ..PlaySettings::default() };
+    let (url, running, stop) = coordinator(data.path(), settings, Some("secret")).await;
 
     let mut worker = Command::new(env!("CARGO_BIN_EXE_xqz"))
         .args(["worker", "--coordinator", &url, "--token", "secret", "--max-games", "4", "--init-model", "tiny"])
@@ -60,16 +71,9 @@ async fn a_worker_uploads_its_games_and_exits() {
 async fn a_stopped_worker_finishes_its_games_in_progress_and_uploads_them() {
     let data = tempfile::tempdir().unwrap();
     let worker_dir = tempfile::tempdir().unwrap();
-    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data.path());
-    config.settings =
+    let settings =
         PlaySettings { max_plies: 60, playouts: 8, cheap_playouts: 4, resign: false, ..PlaySettings::default() };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let running = serve(config, async move {
-        let _ = stopped.await;
-    })
-    .await
-    .unwrap();
-    let url = format!("http://{}", running.addr());
+    let (url, running, stop) = coordinator(data.path(), settings, None).await;
     let mut worker = Command::new(env!("CARGO_BIN_EXE_xqz"))
         .args(["worker", "--coordinator", &url, "--init-model", "tiny", "--drain-seconds", "100"])
         .args(["--device", "cpu", "--threads", "1", "--games-per-thread", "2", "--dir"])

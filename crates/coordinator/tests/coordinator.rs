@@ -96,6 +96,20 @@ fn stored(data: &Path) -> Vec<[u8; 16]> {
     Dataset::open(data.join("dataset")).unwrap().games().unwrap().iter().map(|g| g.game_id.0).collect()
 }
 
+/// `count` games of self-play under `config` with the material evaluator, and their submissions.
+fn self_played(config: &SelfPlayConfig, count: u64) -> (Vec<xqz_mcts::SelfPlayGame>, Vec<GameSubmission>) {
+    let mut games = Vec::new();
+    self_play(config, MaterialEvaluator, count, &AtomicBool::new(false), |g| games.push(g)).unwrap();
+    let subs = games
+        .iter()
+        .map(|g| {
+            let (record, samples) = xqz_worker::to_records(g, 0, "w").unwrap();
+            xqz_proto::wire::encode_game(&record, &samples)
+        })
+        .collect();
+    (games, subs)
+}
+
 async fn with_timeout<T>(f: impl Future<Output = T>) -> T {
     tokio::time::timeout(std::time::Duration::from_secs(15), f).await.expect("timed out")
 }
@@ -105,15 +119,7 @@ async fn self_played_game_is_accepted_and_stored() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = SelfPlayConfig { playouts: 8, cheap_playouts: 4, threads: 1, ..Default::default() };
     config.game.max_plies = Some(8);
-    let mut games = Vec::new();
-    self_play(&config, MaterialEvaluator, 2, &AtomicBool::new(false), |g| games.push(g)).unwrap();
-    let subs: Vec<_> = games
-        .iter()
-        .map(|g| {
-            let (record, samples) = xqz_worker::to_records(g, 0, "w").unwrap();
-            xqz_proto::wire::encode_game(&record, &samples)
-        })
-        .collect();
+    let (_, subs) = self_played(&config, 2);
     let server = Server::start(dir.path(), PlaySettings { max_plies: 8, ..PlaySettings::default() }).await;
     let mut client = server.client(Some(TOKEN)).await;
     let answer = with_timeout(client.submit_games(batch("k1", subs.clone()))).await.unwrap().into_inner();
@@ -391,16 +397,8 @@ async fn self_played_resignations_are_accepted_under_the_same_rule() {
         ..PlaySettings::default()
     };
     let config = SelfPlayConfig { settings_version: 1, ..settings.self_play_config(1, 4, 7) };
-    let mut games = Vec::new();
-    self_play(&config, MaterialEvaluator, 4, &AtomicBool::new(false), |g| games.push(g)).unwrap();
+    let (games, subs) = self_played(&config, 4);
     assert!(games.iter().all(|g| g.game.outcome().verdict().unwrap().reason.name() == "resignation"));
-    let subs: Vec<_> = games
-        .iter()
-        .map(|g| {
-            let (record, samples) = xqz_worker::to_records(g, 0, "w").unwrap();
-            xqz_proto::wire::encode_game(&record, &samples)
-        })
-        .collect();
     let server = Server::start(dir.path(), settings).await;
     let mut client = server.client(Some(TOKEN)).await;
     let answer = with_timeout(client.submit_games(batch("k1", subs.clone()))).await.unwrap().into_inner();
