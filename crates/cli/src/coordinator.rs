@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use xqz_coordinator::CoordinatorConfig;
 use xqz_mcts::PlaySettings;
 
-use crate::settings::{SettingsFile, override_with};
+use crate::settings::{SettingsFile, write_atomic};
 
 /// Options of `xqz coordinator`.
 #[derive(Args, Debug)]
@@ -72,18 +72,6 @@ async fn stop_signal() {
     drop(tokio::signal::ctrl_c().await);
 }
 
-/// The play settings of `xqz coordinator`: the file's, or the defaults, with the flags given on
-/// the command line (`given`) over them; checked.
-fn settings(args: &CoordinatorArgs, given: &ArgMatches) -> Result<PlaySettings> {
-    let base = match &args.settings {
-        Some(path) => SettingsFile::load(path)?.play,
-        None => PlaySettings::default(),
-    };
-    let (settings, _) = override_with(&base, &args.play, given)?;
-    settings.validate()?;
-    Ok(settings)
-}
-
 /// Runs `xqz coordinator`.
 pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     let mut config = CoordinatorConfig::new(args.listen, &args.data);
@@ -96,7 +84,8 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
         crate::token::TOKEN_ENV
     );
     config.metrics = args.metrics;
-    config.settings = settings(args, given)?;
+    // Checked by `serve`, before it binds.
+    config.settings = SettingsFile::role(args.settings.as_deref(), |f| f.play, &args.play, given)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     runtime.block_on(async {
         let running = xqz_coordinator::serve(config, stop_signal()).await.with_context(|| {
@@ -108,9 +97,7 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
         }
         if let Some(path) = &args.ready_file {
             let ready = Ready { listen: running.addr(), metrics: running.metrics_addr() };
-            let tmp = path.with_extension("tmp");
-            std::fs::write(&tmp, serde_json::to_string(&ready)?).with_context(|| format!("write {}", tmp.display()))?;
-            std::fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))?;
+            write_atomic(path, serde_json::to_string(&ready)?.as_bytes())?;
         }
         running.wait().await.context("coordinator stopped with an error")?;
         eprintln!("coordinator stopped");

@@ -184,10 +184,10 @@ impl Prepared {
             }
             // Named with their playouts: a built-in searcher at two budgets is two players.
             Prepared::Material { playouts } => {
-                Box::new(SearchPlayer::new(&format!("material@{playouts}"), MaterialEvaluator, *playouts, search))
+                Box::new(SearchPlayer::new(&self.label("material"), MaterialEvaluator, *playouts, search))
             }
             Prepared::Uniform { playouts } => {
-                Box::new(SearchPlayer::new(&format!("uniform@{playouts}"), UniformEvaluator, *playouts, search))
+                Box::new(SearchPlayer::new(&self.label("uniform"), UniformEvaluator, *playouts, search))
             }
             Prepared::Engine { config, limit } => Box::new(EnginePlayer::spawn(config.clone(), *limit)?),
         })

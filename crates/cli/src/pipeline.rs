@@ -20,7 +20,7 @@ use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_trainer::TrainSettings;
 
 use crate::coordinator::Ready;
-use crate::settings::{Change, SettingsFile, override_with};
+use crate::settings::{SettingsFile, override_with};
 
 /// Options of `xqz run`.
 #[derive(Args)]
@@ -106,9 +106,9 @@ impl Drop for Role {
 
 /// The run's settings: those of its settings.toml when it has one, with the flags given on the
 /// command line (`given`) over them, which must agree with the file unless `--override` is given;
-/// for a new run, the defaults and the flags. Checked; nothing is written yet. Also the flags that
-/// change a stored setting (to log), and whether the file must be written.
-fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(SettingsFile, Vec<Change>, bool)> {
+/// for a new run, the defaults and the flags. Checked; nothing is written yet. Also the list of
+/// flags that changed a stored setting (to log), and whether the file must be written.
+fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(SettingsFile, Option<String>, bool)> {
     let stored = path.exists().then(|| SettingsFile::load(path)).transpose()?;
     let base = stored.clone().unwrap_or_default();
     let (play, mut changes) = override_with(&base.play, &args.play, given)?;
@@ -117,11 +117,10 @@ fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(Sett
     let settings = SettingsFile { play, train };
     settings.play.validate()?;
     settings.train.validate()?;
-    if stored.is_none() {
-        return Ok((settings, Vec::new(), true));
-    }
-    if !changes.is_empty() {
-        let list = changes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
+    // A new run's flags change nothing stored.
+    let overridden = (stored.is_some() && !changes.is_empty())
+        .then(|| changes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "));
+    if let Some(list) = &overridden {
         anyhow::ensure!(
             args.override_settings,
             "{list}: the run's settings in {} say otherwise; pass --override to change them, or start a run \
@@ -130,7 +129,7 @@ fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(Sett
         );
     }
     let write = stored.as_ref() != Some(&settings);
-    Ok((settings, changes, write))
+    Ok((settings, overridden, write))
 }
 
 /// Seconds since the Unix epoch, for log lines.
@@ -174,14 +173,13 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     let dir = args.runs.join(&args.name);
     let settings_path = dir.join("settings.toml");
     // Checked before anything is created: a run refused at the start leaves no trace.
-    let (settings, changes, write) = run_settings(args, given, &settings_path)?;
+    let (settings, overridden, write) = run_settings(args, given, &settings_path)?;
     for sub in ["coordinator", "trainer", "logs"] {
         std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("create {}", dir.join(sub).display()))?;
     }
     let logs = dir.join("logs");
-    if !changes.is_empty() {
+    if let Some(list) = overridden {
         use std::io::Write;
-        let list = changes.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ");
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(logs.join("settings.log"))?;
         writeln!(file, "{}: changed by --override: {list}", unix_now())?;
         println!("settings changed by --override: {list}");

@@ -33,17 +33,38 @@ impl SettingsFile {
         Ok(file)
     }
 
-    /// Writes the file atomically (a temporary name, then a rename).
+    /// Writes the file atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = format!(
             "# The settings of this run: [play] is what the coordinator dictates to workers, [train]\n\
              # the trainer's. `xqz run` resumes with them; a flag that contradicts them needs --override.\n{}",
             toml::to_string(self).context("settings as TOML")?
         );
-        let tmp = path.with_extension("toml.tmp");
-        std::fs::write(&tmp, text).with_context(|| format!("write {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))
+        write_atomic(path, text.as_bytes())
     }
+
+    /// One role's settings: `section` of the file at `path` (the defaults without one), with the
+    /// flags given on the command line (`given`) over them. The role checks them.
+    pub fn role<T: Default + Serialize + DeserializeOwned>(
+        path: Option<&Path>,
+        section: impl FnOnce(SettingsFile) -> T,
+        flags: &T,
+        given: &ArgMatches,
+    ) -> Result<T> {
+        let base = match path {
+            Some(path) => section(SettingsFile::load(path)?),
+            None => T::default(),
+        };
+        Ok(override_with(&base, flags, given)?.0)
+    }
+}
+
+/// Writes `bytes` to `path` through a temporary file and a rename, so that a reader sees the old
+/// content or the new, never a part.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes).with_context(|| format!("write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))
 }
 
 /// A setting given on the command line with another value than the one it overrides.

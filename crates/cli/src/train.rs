@@ -8,7 +8,7 @@ use anyhow::Result;
 use clap::{ArgMatches, Args};
 use xqz_trainer::{GrpcPublisher, Publisher, TrainSettings, train};
 
-use crate::settings::{SettingsFile, override_with};
+use crate::settings::SettingsFile;
 
 /// Options of `xqz train`.
 #[derive(Args)]
@@ -41,11 +41,7 @@ pub struct TrainArgs {
 }
 
 pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
-    let base = match &args.settings {
-        Some(path) => SettingsFile::load(path)?.train,
-        None => TrainSettings::default(),
-    };
-    let (settings, _) = override_with(&base, &args.train, given)?;
+    let settings = SettingsFile::role(args.settings.as_deref(), |f| f.train, &args.train, given)?;
     let config =
         settings.trainer_config(args.data.clone(), args.run.clone(), args.device.resolve()?, args.max_steps)?;
     let mut publisher: Box<dyn Publisher> = Box::new(GrpcPublisher::new(

@@ -104,7 +104,7 @@ pub fn run(args: WorkerArgs) -> Result<()> {
         let (net, version) = match session.current_model().cloned() {
             Some(model) => {
                 let path = session.download(&model).await?;
-                let net = tokio::task::spawn_blocking(move || checkpoint::load(&path, device, None)).await??.0;
+                let net = tokio::task::spawn_blocking(move || crate::model::load(&path, device)).await??.0;
                 (net, model.version)
             }
             None => {

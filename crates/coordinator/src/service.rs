@@ -157,11 +157,11 @@ impl CoordinatorService {
                 .enumerate()
                 .map(|(i, g)| validate_game(i, g, &checker.settings, latest, &req.worker_id))
                 .collect::<Result<Vec<_>, String>>();
-            records.map(|r| Ok((req.idempotency_key, content, r)))
+            records.map(|r| Ok((content, r)))
         })
         .await
         .map_err(|e| Status::internal(format!("validation task: {e}")))?;
-        let (stored_key, content, records) = match checked {
+        let (content, records) = match checked {
             Ok(Ok(ok)) => ok,
             Ok(Err(Ok(done))) => return Ok(replayed(done)),
             Ok(Err(Err(KeyReused))) => {
@@ -173,7 +173,7 @@ impl CoordinatorService {
                 return Err(Status::invalid_argument(message));
             }
         };
-        let writer = self.state.clone();
+        let (writer, stored_key) = (self.state.clone(), key.clone());
         let stored = tokio::task::spawn_blocking(move || lock(&writer.store).ingest(&stored_key, &content, records))
             .await
             .map_err(|e| Status::internal(format!("storage task: {e}")))?

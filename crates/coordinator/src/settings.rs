@@ -3,16 +3,16 @@
 //! when it arrives after the coordinator restarted with other settings (a worker's spool).
 //!
 //! Version 1 is the first settings a data folder saw; a start with settings that differ from the
-//! latest version adds the next version. The file is replaced atomically (written to a temporary
-//! name, fsynced, renamed).
+//! latest version adds the next version. The file is replaced atomically, as the registry's are.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 use xqz_mcts::PlaySettings;
 
-use crate::error::{CoordinatorError, IoAt};
+use crate::error::CoordinatorError;
+use crate::registry::write_atomic;
 
 /// The history file's name in the data folder.
 pub const SETTINGS_FILE: &str = "settings.json";
@@ -78,13 +78,7 @@ impl SettingsHistory {
 }
 
 fn store(path: &Path, history: &History) -> Result<(), CoordinatorError> {
-    let tmp: PathBuf = path.with_extension("json.tmp");
-    let text = serde_json::to_vec_pretty(history).expect("settings serialise");
-    fs::write(&tmp, text).at(&tmp)?;
-    fs::File::open(&tmp).and_then(|f| f.sync_all()).at(&tmp)?;
-    fs::rename(&tmp, path).at(path)?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    fs::File::open(dir).and_then(|d| d.sync_all()).at(dir)
+    write_atomic(path, &serde_json::to_vec_pretty(history).expect("settings serialise"))
 }
 
 #[cfg(test)]

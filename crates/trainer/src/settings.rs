@@ -116,6 +116,12 @@ pub enum TrainSettingsError {
 impl TrainSettings {
     /// Checks every setting; the error names the first that is wrong.
     pub fn validate(&self) -> Result<(), TrainSettingsError> {
+        self.checked().map(drop)
+    }
+
+    /// Checks every setting and returns what two of them resolve to: the learning-rate schedule
+    /// and the model config.
+    fn checked(&self) -> Result<(Vec<(u64, f64)>, ModelConfig), TrainSettingsError> {
         fn check(
             ok: bool,
             field: &'static str,
@@ -126,7 +132,7 @@ impl TrainSettings {
         }
         let share = |v: f32| (0.0..=1.0).contains(&v);
         check(self.batch_size >= 1, "batch_size", self.batch_size, "1 or more")?;
-        self.learning_rates()?;
+        let schedule = self.learning_rates()?;
         check((0.0..1.0).contains(&self.momentum), "momentum", self.momentum, "0 to 1 (below 1)")?;
         check(
             self.weight_decay >= 0.0 && self.weight_decay.is_finite(),
@@ -151,8 +157,7 @@ impl TrainSettings {
         )?;
         check(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "1 or more")?;
         check(self.publish_every >= 1, "publish_every", self.publish_every, "1 or more")?;
-        ModelConfig::resolve(&self.model)?;
-        Ok(())
+        Ok((schedule, ModelConfig::resolve(&self.model)?))
     }
 
     /// The learning-rate schedule, sorted by step.
@@ -187,12 +192,11 @@ impl TrainSettings {
         device: Device,
         max_steps: Option<u64>,
     ) -> Result<TrainerConfig, TrainSettingsError> {
-        self.validate()?;
-        let lr_schedule = self.learning_rates()?;
+        let (lr_schedule, model) = self.checked()?;
         Ok(TrainerConfig {
             data,
             run,
-            model: ModelConfig::resolve(&self.model)?,
+            model,
             device,
             optimizer: TrainConfig {
                 learning_rate: lr_schedule[0].1,

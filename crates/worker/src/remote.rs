@@ -292,7 +292,7 @@ impl Session {
         let stop = Arc::new(AtomicBool::new(false));
 
         let (games_tx, games_rx) = mpsc::unbounded_channel();
-        let player = {
+        let mut player = {
             let (host, version, finished, stop) = (host.clone(), version.clone(), finished.clone(), stop.clone());
             let live = live.clone();
             let worker_id = self.worker_id.clone();
@@ -324,7 +324,6 @@ impl Session {
             version,
         ));
 
-        let mut player = player;
         let uploaded = tokio::select! {
             uploaded = &mut uploader => Some(uploaded),
             () = shutdown => None,
