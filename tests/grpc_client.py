@@ -2,7 +2,10 @@
 
 Usage: grpc_client.py ADDR TOKEN. The coordinator must run with --max-plies 2 and that token.
 Checks that an illegal move is INVALID_ARGUMENT and stores nothing, that a wrong token is
-UNAUTHENTICATED, and that a valid two-move game (a max_length draw) is accepted and counted.
+UNAUTHENTICATED, and that a valid two-move game (a max_length draw) is accepted and counted; then
+the hostile requests: root values out of range (INVALID_ARGUMENT), a message that would swell
+when decoded (RESOURCE_EXHAUSTED, refused before decoding) and an idempotency key reused with other
+games (ALREADY_EXISTS), none of which stores anything.
 """
 
 import importlib
@@ -80,6 +83,28 @@ def main():
             assert (answer.accepted, answer.duplicates, answer.replayed_batch) == (1, 0, False), answer
             stats = stub.GetStats(pb.GetStatsRequest(), metadata=auth, timeout=10)
             assert stats.games == before.games + 1 and stats.samples == before.samples + 2, stats
+
+            def refused(request, code, words):
+                try:
+                    stub.SubmitGames(request, metadata=auth, timeout=10)
+                    raise AssertionError(f"{request.idempotency_key} was accepted")
+                except grpc.RpcError as err:
+                    assert err.code() == code, (request.idempotency_key, err)
+                    assert all(w in err.details() for w in words), err.details()
+
+            skewed = game(pb, bytes(range(2, 18)), ["h2e2", "h9g7"], ["b2e2", "b9c7"])
+            skewed.plies[1].root_wdl[:] = [-5.0, 7.0, -1.0]
+            refused(pb.SubmitGamesRequest(idempotency_key="py-wdl", worker_id="py", games=[skewed]),
+                    grpc.StatusCode.INVALID_ARGUMENT, ["root_wdl", "game #0"])
+            swollen = game(pb, bytes(range(3, 19)), ["h2e2", "h9g7"], ["b2e2", "b9c7"])
+            swollen.plies.extend(pb.PlySearch() for _ in range(100_000))
+            refused(pb.SubmitGamesRequest(idempotency_key="py-swell", worker_id="py", games=[swollen]),
+                    grpc.StatusCode.RESOURCE_EXHAUSTED, ["100002 plies", "decoded"])
+            other = game(pb, bytes(range(4, 20)), ["h2e2", "h9g7"], ["b2e2", "b9c7"])
+            refused(pb.SubmitGamesRequest(idempotency_key="py-good", worker_id="py", games=[other]),
+                    grpc.StatusCode.ALREADY_EXISTS, ["py-good"])
+            stats = stub.GetStats(pb.GetStatsRequest(), metadata=auth, timeout=10)
+            assert stats.games == before.games + 1, stats
     print("ok")
 
 

@@ -12,6 +12,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let descriptors = protox::compile([file], [&root])?;
     let out = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out.join("xqz_descriptor.bin"), descriptors.encode_to_vec())?;
-    tonic_prost_build::configure().build_client(true).build_server(true).compile_fds(descriptors)?;
+    // Every method decodes through the bounded codec (src/codec.rs), which refuses a message
+    // whose decoded form would dwarf its bytes before decoding it.
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .codec_path("crate::codec::BoundedCodec")
+        .compile_fds(descriptors)?;
     Ok(())
 }

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::{ArgMatches, Args};
 use serde::{Deserialize, Serialize};
 use xqz_coordinator::CoordinatorConfig;
-use xqz_mcts::PlaySettings;
+use xqz_mcts::{PlaySchedule, PlaySettings};
 
 use crate::settings::{SettingsFile, write_atomic};
 
@@ -25,6 +25,10 @@ pub struct CoordinatorArgs {
     /// address other than loopback unless --insecure).
     #[command(flatten)]
     token: crate::token::TokenArgs,
+    #[command(flatten)]
+    publisher_token: crate::token::PublisherTokenArgs,
+    #[command(flatten)]
+    tls: crate::token::ServerTlsArgs,
     /// Serve without a token on an address other than loopback (anyone who reaches it may submit
     /// games and publish models).
     #[arg(long)]
@@ -32,8 +36,8 @@ pub struct CoordinatorArgs {
     /// Address of the Prometheus metrics endpoint (plain HTTP), if any.
     #[arg(long)]
     metrics: Option<SocketAddr>,
-    /// A settings file (TOML; its [play] section), such as a run folder's settings.toml; flags
-    /// given on the command line override it.
+    /// A settings file (TOML; its [play] and [schedule] sections), such as a run folder's
+    /// settings.toml; flags given on the command line override it.
     #[arg(long)]
     settings: Option<PathBuf>,
     /// Once serving, write `{"listen": ADDR, "metrics": ADDR or null}` to this file (for programs
@@ -42,6 +46,8 @@ pub struct CoordinatorArgs {
     ready_file: Option<PathBuf>,
     #[command(flatten)]
     play: PlaySettings,
+    #[command(flatten)]
+    schedule: PlaySchedule,
 }
 
 /// What `--ready-file` holds.
@@ -76,6 +82,12 @@ async fn stop_signal() {
 pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     let mut config = CoordinatorConfig::new(args.listen, &args.data);
     config.token = args.token.resolve()?;
+    config.publisher_token = args.publisher_token.resolve()?;
+    config.tls = args.tls.resolve()?;
+    anyhow::ensure!(
+        config.publisher_token.is_none() || config.publisher_token != config.token,
+        "the publisher token must differ from the workers' token, or workers could publish models"
+    );
     anyhow::ensure!(
         config.token.is_some() || args.listen.ip().is_loopback() || args.insecure,
         "refusing to serve on {} without a token: give one with --token-file FILE or the {} variable, or pass \
@@ -86,6 +98,7 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     config.metrics = args.metrics;
     // Checked by `serve`, before it binds.
     config.settings = SettingsFile::role(args.settings.as_deref(), |f| f.play, &args.play, given)?;
+    config.schedule = SettingsFile::role(args.settings.as_deref(), |f| f.schedule, &args.schedule, given)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     runtime.block_on(async {
         let running = xqz_coordinator::serve(config, stop_signal()).await.with_context(|| {

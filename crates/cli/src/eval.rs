@@ -3,6 +3,7 @@
 //! table; and a ladder that rates every player of a folder's games jointly.
 
 use std::path::{Path, PathBuf};
+use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -10,7 +11,7 @@ use clap::{Args, Subcommand};
 use xiangqi::game::{GameConfig, Ruleset};
 use xqz_arena::player::{EnginePlayer, Player, PlayerError, SearchPlayer};
 use xqz_arena::records::MatchLog;
-use xqz_arena::stats::{EloModel, Sprt};
+use xqz_arena::stats::{EloModel, Sprt, SprtState};
 use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings};
 use xqz_arena::uci::{EngineConfig, Limit};
 use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
@@ -31,8 +32,8 @@ pub enum EvalCommand {
 /// Options of `xqz eval match`.
 #[derive(Args)]
 pub struct MatchArgs {
-    /// First player (scores are its): a checkpoint `PATH.json` (optionally `@PLAYOUTS`),
-    /// `material` or `uniform` (built-in evaluators), `fairy-stockfish:PATH[;Option=value...]`
+    /// First player (scores are its): a checkpoint `PATH.json` or `shipped` (the model built
+    /// in; either optionally `@PLAYOUTS`), `material` or `uniform` (built-in evaluators), `fairy-stockfish:PATH[;Option=value...]`
     /// or `uci:COMMAND ARGS[;Option=value...]` (an engine with ranks 0-9, such as `xqz uci`).
     #[arg(long)]
     a: String,
@@ -89,7 +90,8 @@ pub struct MatchArgs {
     #[arg(long)]
     engine_movetime: Option<u64>,
     /// Sequential test ending the match early: `ELO0,ELO1[,ALPHA,BETA][,normalized]`, e.g.
-    /// `0,10` (alpha = beta = 0.05, logistic Elo).
+    /// `0,10` (alpha = beta = 0.05, logistic Elo). The exit status says what it decided: 0 H1
+    /// accepted (`--a` is better by ELO1), 10 H0 accepted, 11 undecided when the pairs ran out.
     #[arg(long)]
     sprt: Option<String>,
     #[command(flatten)]
@@ -104,7 +106,7 @@ pub struct MatchArgs {
 #[derive(Args)]
 pub struct LadderArgs {
     /// The folder whose `eval/games.arrow` holds the games (in a run folder, also its strength
-    /// matches; an older run's `strength.csv` is read for those the table lacks).
+    /// matches).
     #[arg(long)]
     run: PathBuf,
     /// Virtual draws added between each pair of players that met, keeping perfect scores finite.
@@ -116,10 +118,26 @@ pub struct LadderArgs {
     anchor: Option<String>,
 }
 
-pub fn run(command: EvalCommand) -> Result<()> {
+/// The exit status of a match whose SPRT accepted H0.
+pub const EXIT_H0: u8 = 10;
+/// The exit status of a match whose SPRT had not decided when its pairs ran out.
+pub const EXIT_UNDECIDED: u8 = 11;
+
+/// Runs an `xqz eval` command; the exit status of a match with an SPRT is its decision.
+pub fn run(command: EvalCommand) -> Result<ExitCode> {
     match command {
-        EvalCommand::Match(args) => run_eval_match(&args),
-        EvalCommand::Ladder(args) => crate::ladder::run(&args.run, args.prior_draws, args.anchor.as_deref()),
+        EvalCommand::Match(args) => {
+            let decision = run_eval_match(&args)?;
+            Ok(ExitCode::from(match decision {
+                None | Some(SprtState::AcceptH1) => 0,
+                Some(SprtState::AcceptH0) => EXIT_H0,
+                Some(SprtState::Continue) => EXIT_UNDECIDED,
+            }))
+        }
+        EvalCommand::Ladder(args) => {
+            crate::ladder::run(&args.run, args.prior_draws, args.anchor.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -169,8 +187,10 @@ impl Prepared {
             return Ok(Prepared::Engine { config, limit });
         }
         let path = Path::new(body.strip_prefix("ckpt:").unwrap_or(body));
-        if !path.exists() {
-            bail!("{spec:?} is neither a checkpoint file, material, uniform, fairy-stockfish:PATH nor uci:COMMAND");
+        if !path.exists() && body != crate::model::SHIPPED {
+            bail!(
+                "{spec:?} is neither a checkpoint file, shipped, material, uniform, fairy-stockfish:PATH nor uci:COMMAND"
+            );
         }
         let (service, meta) = crate::model::serve(path, args.device.resolve()?, ServiceConfig::default())?;
         let name = path.file_stem().map_or_else(|| body.to_string(), |s| s.to_string_lossy().into_owned());
@@ -269,7 +289,8 @@ fn summary(report: &MatchReport, sprt: Option<&Sprt>) -> String {
     text
 }
 
-fn run_eval_match(args: &MatchArgs) -> Result<()> {
+/// Plays the match; returns the SPRT's decision when there is a test.
+fn run_eval_match(args: &MatchArgs) -> Result<Option<SprtState>> {
     anyhow::ensure!(args.pairs > 0, "--pairs must be positive");
     let sprt = args.sprt.as_deref().map(parse_sprt).transpose()?;
     let openings = match &args.openings {
@@ -319,5 +340,5 @@ fn run_eval_match(args: &MatchArgs) -> Result<()> {
     for (reason, count) in log.terminations() {
         println!("  {count:>5} {reason}");
     }
-    Ok(())
+    Ok(plan.sprt.map(|_| report.sprt.unwrap_or(SprtState::Continue)))
 }

@@ -1,16 +1,14 @@
 //! `xqz eval ladder`: every player of a folder's games rated jointly by Bradley-Terry (draws as
 //! half wins, a small prior of virtual draws), from `eval/games.arrow`, which holds both
 //! `xqz eval match`'s games and a run's strength matches; Elo against training steps plotted to
-//! `ladder.svg`. Runs from before the strength tracker recorded its games there still have their
-//! matches read from `strength.csv` (only those the table lacks, so none counts twice).
+//! `ladder.svg`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use xqz_arena::records::read_games;
 use xqz_arena::stats::{Encounter, fit_bradley_terry};
-use xqz_net::checkpoint;
 
 /// A rated player's name and training steps (if a checkpoint).
 pub(crate) type Entrant = (String, Option<u64>);
@@ -18,46 +16,10 @@ pub(crate) type Entrant = (String, Option<u64>);
 /// Games between two entrants: the first's wins, draws and losses.
 pub(crate) type Games = (Entrant, Entrant, u32, u32, u32);
 
-/// Games of an older run's `strength.csv` as (a, b, wins, draws, losses), models named `vN` (v0:
-/// the random network the first model was measured against, at 0 steps).
-fn strength_games(run: &Path) -> Result<Vec<Games>> {
-    let csv = run.join("strength.csv");
-    let Ok(text) = std::fs::read_to_string(&csv) else { return Ok(Vec::new()) };
-    let steps = |version: u64| -> Option<u64> {
-        if version == 0 {
-            return Some(0);
-        }
-        let meta = checkpoint::read_meta(&run.join(format!("coordinator/models/v{version}.json"))).ok()?;
-        Some(meta.info.training_steps)
-    };
-    let mut games = Vec::new();
-    for line in text.lines().skip(1).filter(|l| !l.trim().is_empty()) {
-        let f: Vec<&str> = line.split(',').collect();
-        let field = |i: usize| -> Result<u64> {
-            f.get(i)
-                .with_context(|| format!("short line {line:?} in {}", csv.display()))?
-                .parse()
-                .with_context(|| format!("bad line {line:?}"))
-        };
-        let (a, b) = (field(0)?, field(1)?);
-        games.push((
-            (format!("v{a}"), steps(a)),
-            (format!("v{b}"), steps(b)),
-            field(2)? as u32,
-            field(3)? as u32,
-            field(4)? as u32,
-        ));
-    }
-    Ok(games)
-}
-
-/// Every game of a folder: the table's, and an older run's strength matches the table lacks.
+/// Every game of a folder's table.
 pub(crate) fn games(run: &Path) -> Result<Vec<Games>> {
-    let rows = read_games(run)?;
-    let recorded: BTreeSet<(&str, &str)> = rows.iter().map(|r| (r.a.as_str(), r.b.as_str())).collect();
-    let mut games: Vec<Games> =
-        strength_games(run)?.into_iter().filter(|g| !recorded.contains(&(g.0.0.as_str(), g.1.0.as_str()))).collect();
-    for row in rows {
+    let mut games = Vec::new();
+    for row in read_games(run)? {
         let (w, d, l) = match row.a_score {
             s if s >= 1.0 => (1, 0, 0),
             s if s <= 0.0 => (0, 0, 1),
@@ -70,7 +32,7 @@ pub(crate) fn games(run: &Path) -> Result<Vec<Games>> {
 
 pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>) -> Result<()> {
     let games = games(run)?;
-    anyhow::ensure!(!games.is_empty(), "no games in {} (eval/games.arrow or strength.csv)", run.display());
+    anyhow::ensure!(!games.is_empty(), "no games in {} (eval/games.arrow)", run.display());
     // Players ordered by training steps (untrained and external players last), so the anchor at 0
     // is the least trained checkpoint.
     let mut entrants: Vec<Entrant> = games.iter().flat_map(|g| [g.0.clone(), g.1.clone()]).collect();
@@ -117,22 +79,4 @@ pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>) -> Result<()> {
         println!("plotted in {}", plot.display());
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_older_runs_strength_csv_still_counts() {
-        let run = tempfile::tempdir().unwrap();
-        std::fs::write(
-            run.path().join("strength.csv"),
-            "version,opponent,wins,draws,losses,score,elo,elo_error95\n1,0,3,1,0,0.8750,338.0,200.0\n",
-        )
-        .unwrap();
-        let games = games(run.path()).unwrap();
-        // v0, the random network, is at 0 steps; v1's checkpoint is gone.
-        assert_eq!(games, vec![(("v1".to_string(), None), ("v0".to_string(), Some(0)), 3, 1, 0)]);
-    }
 }

@@ -94,6 +94,8 @@ enum Command {
     },
     /// Play as a UCI engine on stdin/stdout (the Pikafish dialect), with a checkpoint.
     Uci(uci::UciArgs),
+    /// Copy a checkpoint's network for shipping: weights only, in half precision.
+    Export(model::ExportArgs),
     /// Benchmarks that print numbers (the network; more in `cargo bench` and `scripts/bench*`).
     Bench {
         #[command(subcommand)]
@@ -107,7 +109,7 @@ fn main() -> ExitCode {
     // Which flags were given, not defaulted: settings files yield to those alone.
     let given = matches.subcommand().map(|(_, m)| m.clone()).unwrap_or_default();
     match run(cli.command, &given) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
@@ -115,9 +117,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(command: Command, given: &ArgMatches) -> Result<()> {
+/// Runs a command; the exit status is success unless the command's outcome says otherwise
+/// (`xqz eval match` with an SPRT).
+fn run(command: Command, given: &ArgMatches) -> Result<ExitCode> {
+    let done = |outcome: Result<()>| outcome.map(|()| ExitCode::SUCCESS);
     match command {
-        Command::Perft { fen, depth, divide: split } => run_perft(&fen, depth, split),
+        Command::Perft { fen, depth, divide: split } => done(run_perft(&fen, depth, split)),
         Command::Adjudicate {
             fen,
             moves,
@@ -134,16 +139,17 @@ fn run(command: Command, given: &ArgMatches) -> Result<()> {
                 game.push_str(text)?;
             }
             println!("{}", game.outcome().to_json());
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
-        Command::Data { command } => data::run(command),
-        Command::Bench { command } => bench::run(command),
-        Command::Selfplay(args) => selfplay::run(&args),
-        Command::Coordinator(args) => coordinator::run(&args, given),
-        Command::Worker(args) => worker::run(args),
-        Command::Train(args) => train::run(&args, given),
-        Command::Run(args) => pipeline::run(&args, given),
-        Command::Uci(args) => uci::run(&args),
+        Command::Data { command } => done(data::run(command)),
+        Command::Bench { command } => done(bench::run(command)),
+        Command::Selfplay(args) => done(selfplay::run(&args)),
+        Command::Coordinator(args) => done(coordinator::run(&args, given)),
+        Command::Worker(args) => done(worker::run(args)),
+        Command::Train(args) => done(train::run(&args, given)),
+        Command::Run(args) => done(pipeline::run(&args, given)),
+        Command::Uci(args) => done(uci::run(&args)),
+        Command::Export(args) => done(model::export(&args)),
         Command::Eval { command } => eval::run(command),
     }
 }

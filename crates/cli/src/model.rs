@@ -1,7 +1,7 @@
 //! What every command that runs a network shares: the `--device` flag, and loading a checkpoint
 //! to serve searches in batches.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -14,17 +14,39 @@ pub struct DeviceArg {
     /// Device of the network: cpu, cuda, cuda:N or auto (CUDA where there is a GPU).
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// Threads libtorch may use in this process (0: one per core). Roles that share a machine
+    /// each take their share, or they slow each other down.
+    #[arg(long, default_value_t = 0)]
+    pub torch_threads: usize,
 }
 
 impl DeviceArg {
-    /// The device, checked (CUDA must be there if asked for).
+    /// The device, checked (CUDA must be there if asked for); applies --torch-threads.
     pub fn resolve(&self) -> Result<Device> {
+        if self.torch_threads > 0 {
+            tch::set_num_threads(i32::try_from(self.torch_threads).context("--torch-threads")?);
+        }
         Ok(parse_device(&self.device)?)
     }
 }
 
-/// The checkpoint whose metadata file is `path`, on `device`.
+/// The name that stands for the model built into this binary wherever a checkpoint path goes
+/// (`xqz uci`'s default, `xqz eval match --a shipped`).
+pub const SHIPPED: &str = "shipped";
+
+/// The shipped model: the network `models/shipped.json` describes (see `models/README.md` for
+/// the run that made it and its rating), compiled in so that it works wherever the binary is.
+fn shipped(device: Device) -> Result<(Network, CheckpointMeta)> {
+    let meta = include_str!("../../../models/shipped.json");
+    let weights = include_bytes!("../../../models/shipped.safetensors");
+    Ok(checkpoint::load_bytes(Path::new("models/shipped.json (built in)"), meta, weights, device)?)
+}
+
+/// The checkpoint whose metadata file is `path` (or the shipped model, [`SHIPPED`]), on `device`.
 pub fn load(path: &Path, device: Device) -> Result<(Network, CheckpointMeta)> {
+    if path == Path::new(SHIPPED) {
+        return shipped(device);
+    }
     checkpoint::load(path, device, None).with_context(|| format!("load {}", path.display()))
 }
 
@@ -32,4 +54,36 @@ pub fn load(path: &Path, device: Device) -> Result<(Network, CheckpointMeta)> {
 pub fn serve(path: &Path, device: Device, config: ServiceConfig) -> Result<(InferenceService, CheckpointMeta)> {
     let (net, meta) = load(path, device)?;
     Ok((InferenceService::spawn(net, config), meta))
+}
+
+/// Options of `xqz export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The checkpoint (its .json file).
+    #[arg(long)]
+    checkpoint: PathBuf,
+    /// The copy's metadata file (`NAME.json`; its weights go to `NAME.safetensors` beside it).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+/// Writes the checkpoint's network in half precision, its counters kept, its optimizer left out.
+pub fn export(args: &ExportArgs) -> Result<()> {
+    anyhow::ensure!(
+        args.out.extension().is_some_and(|e| e == "json"),
+        "--out {} must name a .json metadata file",
+        args.out.display()
+    );
+    let (net, meta) = load(&args.checkpoint, Device::Cpu)?;
+    let written =
+        checkpoint::save_half(&args.out, &net, meta.info).with_context(|| format!("write {}", args.out.display()))?;
+    println!(
+        "{}: model {}, {} training steps, weights {} bytes (sha256 {})",
+        args.out.display(),
+        written.model.name,
+        written.info.training_steps,
+        written.weights.bytes,
+        written.weights.sha256
+    );
+    Ok(())
 }

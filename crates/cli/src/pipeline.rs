@@ -14,7 +14,7 @@ use clap::{ArgMatches, Args};
 use indicatif::{ProgressBar, ProgressStyle};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use xqz_mcts::PlaySettings;
+use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_proto::v1::GetStatsRequest;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_trainer::TrainSettings;
@@ -43,19 +43,25 @@ pub struct RunArgs {
     /// Games each worker thread plays at once.
     #[arg(long, default_value_t = 32)]
     games_per_thread: usize,
-    /// Games of each strength match of a new model against the previous and the first one
-    /// (0 turns strength tracking off).
-    #[arg(long, default_value_t = 10)]
+    /// Games of each strength match of a new model against the anchor, the built-in material
+    /// searcher at --match-playouts (0 turns strength tracking off).
+    #[arg(long, default_value_t = 20)]
     match_games: u32,
-    /// Playouts per move in strength matches.
+    /// Playouts per move in strength matches, of the models and of the anchor.
     #[arg(long, default_value_t = 32)]
     match_playouts: u32,
+    /// Largest share of the wall time strength matches may take (they rest in between), 0 to 1
+    /// (1: back to back).
+    #[arg(long, default_value_t = 0.2)]
+    match_share: f64,
     /// Resuming with a flag that contradicts the run's settings.toml changes the setting (and
     /// the file) instead of refusing.
     #[arg(long = "override")]
     override_settings: bool,
     #[command(flatten)]
     play: PlaySettings,
+    #[command(flatten)]
+    schedule: PlaySchedule,
     #[command(flatten)]
     train: TrainSettings,
 }
@@ -112,9 +118,11 @@ fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(Sett
     let stored = path.exists().then(|| SettingsFile::load(path)).transpose()?;
     let base = stored.clone().unwrap_or_default();
     let (play, mut changes) = override_with(&base.play, &args.play, given)?;
+    let (schedule, schedule_changes) = override_with(&base.schedule, &args.schedule, given)?;
     let (train, train_changes) = override_with(&base.train, &args.train, given)?;
+    changes.extend(schedule_changes);
     changes.extend(train_changes);
-    let settings = SettingsFile { play, train };
+    let settings = SettingsFile { play, schedule, train };
     settings.play.validate()?;
     settings.train.validate()?;
     // A new run's flags change nothing stored.
@@ -130,6 +138,23 @@ fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(Sett
     }
     let write = stored.as_ref() != Some(&settings);
     Ok((settings, overridden, write))
+}
+
+/// The latest strength match, from the last row of `strength.csv`: the model and its Elo against
+/// the anchor.
+fn last_strength(csv: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(csv).ok()?;
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next()?.split(',').collect();
+    let row: Vec<&str> = lines.next_back()?.split(',').collect();
+    let field = |name: &str| header.iter().position(|h| *h == name).and_then(|i| row.get(i)).copied();
+    Some(format!(" | v{} Elo {} vs {}", field("version")?, field("elo")?, field("opponent")?))
+}
+
+/// When the run began (Unix seconds): when its trainer saved the step-0 checkpoint.
+fn run_started(dir: &Path) -> Option<u64> {
+    let modified = std::fs::metadata(dir.join("trainer/checkpoints/step-00000000.json")).ok()?.modified().ok()?;
+    Some(modified.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs())
 }
 
 /// Seconds since the Unix epoch, for log lines.
@@ -173,6 +198,11 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     let dir = args.runs.join(&args.name);
     let settings_path = dir.join("settings.toml");
     // Checked before anything is created: a run refused at the start leaves no trace.
+    anyhow::ensure!(
+        args.match_share > 0.0 && args.match_share <= 1.0,
+        "--match-share {} must be above 0 and at most 1",
+        args.match_share
+    );
     let (settings, overridden, write) = run_settings(args, given, &settings_path)?;
     for sub in ["coordinator", "trainer", "logs"] {
         std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("create {}", dir.join(sub).display()))?;
@@ -226,6 +256,8 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
                 settings.train.model.clone(),
                 "--device".into(),
                 args.device.device.clone(),
+                "--torch-threads".into(),
+                "1".into(),
                 "--threads".into(),
                 "1".into(),
                 "--games-per-thread".into(),
@@ -235,6 +267,11 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         )?;
         workers.push(worker);
     }
+    // Each role takes its share of the cores: one per worker (it searches on one thread), the
+    // rest to the trainer; libtorch's default of one thread per core in every process makes
+    // them all wait on each other.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let trainer_threads = cores.saturating_sub(args.workers).max(1);
     let mut trainer = Role::spawn(
         "trainer",
         &[
@@ -247,6 +284,8 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             dir.join("trainer").display().to_string(),
             "--device".into(),
             args.device.device.clone(),
+            "--torch-threads".into(),
+            trainer_threads.to_string(),
             "--settings".into(),
             settings_arg,
             "--log-every".into(),
@@ -258,13 +297,17 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     let stop = Arc::new(AtomicBool::new(false));
     let tracking = Arc::new(AtomicBool::new(true));
     let strength = if args.match_games > 0 {
+        // The matches run beside self-play and training, on one thread.
+        if args.device.torch_threads == 0 {
+            tch::set_num_threads(1);
+        }
         let tracker = crate::strength::Tracker {
             models: dir.join("coordinator/models"),
             out: dir.join("strength.csv"),
             games: args.match_games.div_ceil(2) * 2,
             playouts: args.match_playouts,
             device: args.device.resolve()?,
-            model: xqz_net::ModelConfig::resolve(&settings.train.model)?,
+            share: args.match_share,
         };
         let tracking = Arc::clone(&tracking);
         Some(std::thread::spawn(move || tracker.run(&tracking)))
@@ -301,8 +344,9 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
                 .map_or(0.0, |(t, s)| (stats.samples - s) as f64 / now.duration_since(t).as_secs_f64().max(1e-9));
             previous = Some((now, stats.samples));
             let step = last_step(&dir.join("trainer/metrics.csv")).unwrap_or_else(|| "waiting for data".into());
+            let strength = last_strength(&dir.join("strength.csv")).unwrap_or_default();
             bar.set_message(format!(
-                "model v{} | {} games, {} positions ({rate:.0}/s) | {step}",
+                "model v{} | {} games, {} positions ({rate:.0}/s) | {step}{strength}",
                 stats.latest_model_version, stats.games, stats.samples
             ));
         }
@@ -324,7 +368,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     }
     if dir.join("strength.csv").exists() {
         let plot = dir.join("strength.svg");
-        match crate::plot::strength(&dir.join("strength.csv"), &plot) {
+        match crate::plot::strength(&dir.join("strength.csv"), &plot, run_started(&dir)) {
             Ok(()) => {
                 println!("strength matches in {}, plotted in {}", dir.join("strength.csv").display(), plot.display())
             }

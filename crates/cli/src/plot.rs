@@ -59,38 +59,46 @@ pub fn losses(metrics: &Path, out: &Path) -> Result<()> {
 /// The Elo drawn for a perfect score's unbounded estimate (as `xqz_arena::MatchResult` reports it).
 const ELO_DRAWN: f64 = 800.0;
 
-/// Writes an SVG of the models' Elo over versions, chained from each model's match against the
-/// one before it (the first against a random network, at 0), from `strength.csv` (an unbounded
-/// Elo, from a perfect score, drawn at ±800).
-pub fn strength(csv: &Path, out: &Path) -> Result<()> {
+/// Writes an SVG of each model's Elo against the anchor (at 0), with its 95% interval, over the
+/// hours since `started` (Unix seconds; the first model's publication if `None`), from
+/// `strength.csv` (an unbounded Elo, from a perfect or a zero score, drawn at ±800).
+pub fn strength(csv: &Path, out: &Path, started: Option<u64>) -> Result<()> {
     let text = std::fs::read_to_string(csv).with_context(|| format!("read {}", csv.display()))?;
-    let mut chain: Vec<(u64, f64)> = Vec::new();
-    for line in text.lines().skip(1) {
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().context("empty strength file")?.split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).with_context(|| format!("no {name} column"));
+    let (at, opponent, elo, lower, upper) =
+        (column("published_unix")?, column("opponent")?, column("elo")?, column("elo_lower")?, column("elo_upper")?);
+    let mut anchors = Vec::new();
+    let mut rows: Vec<(u64, f64, f64, f64)> = Vec::new();
+    for line in lines.filter(|l| !l.trim().is_empty()) {
         let fields: Vec<&str> = line.split(',').collect();
-        let (Some(version), Some(opponent), Some(elo)) = (fields.first(), fields.get(1), fields.get(6)) else {
-            continue;
-        };
-        let (version, opponent, elo): (u64, u64, f64) = (version.parse()?, opponent.parse()?, elo.parse()?);
-        let elo = elo.clamp(-ELO_DRAWN, ELO_DRAWN);
-        let base = chain.iter().find(|(v, _)| *v == opponent).map_or(0.0, |&(_, e)| e);
-        if chain.iter().all(|(v, _)| *v != version) && (opponent == 0 || chain.iter().any(|(v, _)| *v == opponent)) {
-            chain.push((version, base + elo));
-        }
+        let get = |i: usize| fields.get(i).copied().with_context(|| format!("short strength line {line:?}"));
+        let bounded = |i: usize| -> Result<f64> { Ok(get(i)?.parse::<f64>()?.clamp(-ELO_DRAWN, ELO_DRAWN)) };
+        rows.push((get(at)?.parse()?, bounded(elo)?, bounded(lower)?, bounded(upper)?));
+        anchors.push(get(opponent)?.to_string());
     }
-    anyhow::ensure!(!chain.is_empty(), "no strength matches yet");
-    let last = chain.iter().map(|c| c.0).max().unwrap_or(1).max(1);
-    let (lo, hi) = chain.iter().fold((0.0f64, 0.0f64), |(lo, hi), c| (lo.min(c.1), hi.max(c.1)));
+    anyhow::ensure!(!rows.is_empty(), "no strength matches yet");
+    anchors.sort();
+    anchors.dedup();
+    let start = started.unwrap_or_else(|| rows.iter().map(|r| r.0).min().unwrap_or(0));
+    let hours = |t: u64| t.saturating_sub(start) as f64 / 3600.0;
+    rows.sort_by_key(|r| r.0);
+    let last = rows.iter().map(|r| hours(r.0)).fold(0.0, f64::max).max(0.1);
+    let (lo, hi) = rows.iter().fold((0.0f64, 0.0f64), |(lo, hi), r| (lo.min(r.2), hi.max(r.3)));
     let root = SVGBackend::new(out, (900, 500)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("strength (Elo, chained match results)", ("sans-serif", 22))
+        .caption(format!("strength (Elo, {} = 0, 95% intervals)", anchors.join(", ")), ("sans-serif", 22))
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(50)
-        .build_cartesian_2d(0u64..last, (lo - 50.0)..(hi + 50.0))?;
-    chart.configure_mesh().x_desc("model version").y_desc("Elo").draw()?;
-    chart.draw_series(LineSeries::new(std::iter::once((0, 0.0)).chain(chain.iter().copied()), BLUE))?;
-    chart.draw_series(chain.iter().map(|&(v, e)| Circle::new((v, e), 3, BLUE.filled())))?;
+        .build_cartesian_2d(0.0..last * 1.05, (lo - 50.0)..(hi + 50.0))?;
+    chart.configure_mesh().x_desc("hours").y_desc("Elo").draw()?;
+    chart.draw_series(LineSeries::new(rows.iter().map(|r| (hours(r.0), r.1)), BLUE))?;
+    chart.draw_series(rows.iter().map(|r| Circle::new((hours(r.0), r.1), 3, BLUE.filled())))?;
+    chart.draw_series(rows.iter().map(|r| PathElement::new(vec![(hours(r.0), r.2), (hours(r.0), r.3)], BLUE)))?;
+    chart.draw_series(LineSeries::new([(0.0, 0.0), (last * 1.05, 0.0)], BLACK.mix(0.4)))?;
     root.present()?;
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! Settings files: a run folder's `settings.toml` holds the play settings (`[play]`, what the
-//! coordinator dictates) and the trainer's (`[train]`); each role is handed the file and reads
-//! its own section. Flags override the file; for `xqz run`, whose file records an experiment, a
+//! coordinator dictates), how they change as the run's models are published (`[schedule]`, the
+//! coordinator's too) and the trainer's (`[train]`); each role is handed the file and reads its
+//! own sections. Flags override the file; for `xqz run`, whose file records an experiment, a
 //! flag that contradicts it is refused unless the user says `--override`.
 
 use std::path::Path;
@@ -10,7 +11,7 @@ use clap::ArgMatches;
 use clap::parser::ValueSource;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use xqz_mcts::PlaySettings;
+use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_trainer::TrainSettings;
 
 /// The contents of a settings file.
@@ -19,6 +20,8 @@ use xqz_trainer::TrainSettings;
 pub struct SettingsFile {
     /// How self-play games are played.
     pub play: PlaySettings,
+    /// How the play settings change with each published model.
+    pub schedule: PlaySchedule,
     /// How the trainer trains.
     pub train: TrainSettings,
 }
@@ -36,8 +39,9 @@ impl SettingsFile {
     /// Writes the file atomically.
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = format!(
-            "# The settings of this run: [play] is what the coordinator dictates to workers, [train]\n\
-             # the trainer's. `xqz run` resumes with them; a flag that contradicts them needs --override.\n{}",
+            "# The settings of this run: [play] is what the coordinator dictates to workers at first,\n\
+             # [schedule] how that changes with each published model, [train] the trainer's. `xqz run`\n\
+             # resumes with them; a flag that contradicts them needs --override.\n{}",
             toml::to_string(self).context("settings as TOML")?
         );
         write_atomic(path, text.as_bytes())
@@ -132,18 +136,26 @@ mod tests {
     #[test]
     fn only_flags_given_override_and_changes_are_named() {
         let stored = SettingsFile {
-            play: PlaySettings { playouts: 32, late_temperature: 0.5, ..Default::default() },
+            play: PlaySettings { playouts: 48, late_temperature: 0.7, ..Default::default() },
             train: TrainSettings { policy_smoothing: 0.3, ..Default::default() },
+            ..Default::default()
         };
-        // Defaults of flags not given (late temperature 1.0) leave the stored values alone.
-        let (flags, matches) = parse(&["--playouts", "64", "--policy-smoothing", "0.3", "--repeater-loses"]);
+        // Defaults of flags not given (late temperature 0.5) leave the stored values alone.
+        let (flags, matches) = parse(&["--playouts", "64", "--policy-smoothing", "0.3", "--repeater-loses", "false"]);
         let (play, changes) = override_with(&stored.play, &flags.play, &matches).unwrap();
-        assert_eq!((play.playouts, play.late_temperature, play.repeater_loses), (64, 0.5, true));
+        assert_eq!((play.playouts, play.late_temperature, play.repeater_loses), (64, 0.7, false));
         let names: Vec<_> = changes.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["playouts", "repeater_loses"]);
-        assert_eq!(changes[0].to_string(), "--playouts 64 (was playouts = 32)");
+        assert_eq!(changes[0].to_string(), "--playouts 64 (was playouts = 48)");
         let (train, changes) = override_with(&stored.train, &flags.train, &matches).unwrap();
         assert_eq!((train, changes), (stored.train.clone(), vec![]));
+    }
+
+    #[test]
+    fn the_cluster_deployment_settings_are_a_valid_settings_file() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/k8s/base/settings.toml");
+        let file = SettingsFile::load(&path).unwrap();
+        assert_eq!(file, SettingsFile::default(), "the cluster's settings are the defaults, as its comment says");
     }
 
     #[test]
@@ -152,7 +164,8 @@ mod tests {
         let path = dir.path().join("settings.toml");
         let file = SettingsFile {
             play: PlaySettings { root_policy_temperature: 1.3, ..Default::default() },
-            train: TrainSettings { material_target: 0.5, ..Default::default() },
+            schedule: PlaySchedule { cap_growth: 7, cap_limit: 0 },
+            train: TrainSettings { material_target: 0.25, ..Default::default() },
         };
         file.save(&path).unwrap();
         assert_eq!(SettingsFile::load(&path).unwrap(), file);

@@ -1,29 +1,37 @@
-//! Strength over time for `xqz run`: every newly published model plays a short match (paired
-//! colours, fixed playouts, the rules' draws, 300 plies at most) against the previous one and the
-//! first one. The matches are played and recorded as `xqz eval match` plays and records its own
-//! (one runner, one table: the run folder's `eval/games.arrow`, models named `vN`, v0 the random
-//! network), so `xqz eval ladder --run` rates them with every other evaluation of the run; the
-//! per-match summary in `strength.csv` (plotted by `plot::strength`, and the tracker's note of
-//! what it has measured) takes its Elo from the same paired statistics as `xqz eval match`.
+//! Strength over time for `xqz run`, on a scale that means something outside the run: each newly
+//! published model plays a match (paired colours, fixed playouts, the rules' draws, 300 plies at
+//! most) against a fixed anchor, the built-in `material` searcher at the same playouts (uniform
+//! priors, material count as value), which is rated 0. The matches are played and recorded as
+//! `xqz eval match` plays and records its own (one runner, one table: the run folder's
+//! `eval/games.arrow`, models named `vN`, the anchor `material@P`), so `xqz eval ladder --run
+//! --anchor material@P` rates them with every other evaluation of the run; `strength.csv` (plotted
+//! by `plot::strength` against the hours since the run began, and the tracker's note of what it
+//! has measured) holds each match's paired Elo with its 95% interval.
+//!
+//! Paced so that it does not starve self-play: it plays on one thread, rests after each match so
+//! that matches take at most a set share of the wall time, and when models come out faster than
+//! that it measures the newest and skips those in between.
 
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use anyhow::Result;
 use xqz_arena::MatchConfig;
 use xqz_arena::player::{Player, SearchPlayer};
 use xqz_arena::records::MatchLog;
 use xqz_arena::tournament::MatchReport;
+use xqz_mcts::MaterialEvaluator;
+use xqz_net::Device;
 use xqz_net::service::{InferenceService, ServiceConfig};
-use xqz_net::{Device, ModelConfig, Network};
 
-/// The columns of `strength.csv`: the match's record, the first player's score, and the Elo of
+/// The columns of `strength.csv`: the model, its training steps, when it was published (Unix
+/// seconds), its opponent, the match's record, the model's score, and the Elo of
 /// [`Pentanomial::elo`](xqz_arena::stats::Pentanomial::elo) with its 95% interval (infinite for
-/// a perfect score).
-const HEADER: &str = "version,opponent,wins,draws,losses,score,elo,elo_lower,elo_upper";
+/// a perfect score), which is the model's rating with the anchor at 0.
+pub const HEADER: &str = "version,steps,published_unix,opponent,wins,draws,losses,score,elo,elo_lower,elo_upper";
 
 /// Settings of the strength matches.
 pub struct Tracker {
@@ -33,12 +41,13 @@ pub struct Tracker {
     pub out: PathBuf,
     /// Games per match (even).
     pub games: u32,
-    /// Playouts per move.
+    /// Playouts per move, of the models and of the anchor.
     pub playouts: u32,
-    /// Device of both networks.
+    /// Device of the networks.
     pub device: Device,
-    /// Config of the random network the first model is measured against.
-    pub model: ModelConfig,
+    /// Largest share of the wall time the matches may take, 0 to 1: after a match it rests long
+    /// enough to stay under it.
+    pub share: f64,
 }
 
 fn published(models: &Path) -> Vec<u64> {
@@ -64,11 +73,96 @@ fn measured(out: &Path) -> BTreeSet<u64> {
         .collect()
 }
 
-/// One line of `strength.csv` for a match of `version` against `opponent`.
-fn summary_line(version: u64, opponent: u64, report: &MatchReport) -> String {
+impl Tracker {
+    /// The anchor's name in the match table (as `xqz eval` names the built-in player).
+    pub fn anchor(&self) -> String {
+        format!("material@{}", self.playouts)
+    }
+
+    /// The run folder, whose `eval/` holds the games.
+    fn run_dir(&self) -> &Path {
+        self.out.parent().unwrap_or(Path::new("."))
+    }
+
+    /// Plays model `version` against the anchor, records its games and appends its summary.
+    fn measure(&self, version: u64) -> Result<()> {
+        let path = self.models.join(format!("v{version}.json"));
+        let published_unix = std::fs::metadata(&path)?.modified()?.duration_since(UNIX_EPOCH)?.as_secs();
+        let (candidate, meta) = crate::model::serve(&path, self.device, ServiceConfig::default())?;
+        let steps = meta.info.training_steps;
+        let config = MatchConfig {
+            games: self.games,
+            playouts: self.playouts,
+            seed: version,
+            // The match's own rules and 300-ply cap, not self-play's: a short self-play cap
+            // without its material adjudication would make every game a draw.
+            ..MatchConfig::default()
+        };
+        let (a, b) = (format!("v{version}"), self.anchor());
+        let model = |service: &InferenceService| -> Box<dyn Player> {
+            Box::new(SearchPlayer::new(&a, service.client(), config.playouts, config.search))
+        };
+        let mut log = MatchLog::open(self.run_dir(), &a, &b, Some(steps), None)?;
+        let report = crate::results::play_recorded(
+            &config.plan(),
+            &|| Ok(model(&candidate)),
+            &|| {
+                Ok(Box::new(SearchPlayer::new(&b, MaterialEvaluator, config.playouts, config.search))
+                    as Box<dyn Player>)
+            },
+            &mut log,
+            |_, _| {},
+        )?;
+        // A game a player forfeited is a failed network, not a lost game: stop rather than
+        // record the model as weak.
+        anyhow::ensure!(
+            log.terminations().all(|(reason, _)| reason != "forfeit"),
+            "a strength match of v{version} against {b} had a forfeit (see {})",
+            log.dir().display()
+        );
+        let new_file = !self.out.exists();
+        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.out)?;
+        if new_file {
+            writeln!(file, "{HEADER}")?;
+        }
+        writeln!(file, "{}", summary_line(version, steps, published_unix, &b, &report))?;
+        Ok(())
+    }
+
+    /// Measures the newest model not yet measured, while `running` is set, within its share of
+    /// the time.
+    pub fn run(&self, running: &AtomicBool) -> Result<()> {
+        let mut rest_until = Instant::now();
+        while running.load(Ordering::Relaxed) {
+            let next = next_to_measure(&published(&self.models), &measured(&self.out));
+            match next.filter(|_| Instant::now() >= rest_until) {
+                Some(version) => {
+                    let started = Instant::now();
+                    self.measure(version)?;
+                    rest_until = Instant::now() + started.elapsed().mul_f64(rest_factor(self.share));
+                }
+                None => std::thread::sleep(Duration::from_secs(2)),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How long to rest after a match, in multiples of its duration, to use `share` of the time.
+fn rest_factor(share: f64) -> f64 {
+    if share > 0.0 && share < 1.0 { 1.0 / share - 1.0 } else { 0.0 }
+}
+
+/// The newest published model not yet measured: a tracker that falls behind skips ahead.
+fn next_to_measure(published: &[u64], measured: &BTreeSet<u64>) -> Option<u64> {
+    published.iter().rev().find(|v| !measured.contains(v)).copied()
+}
+
+/// One line of `strength.csv`.
+fn summary_line(version: u64, steps: u64, published_unix: u64, opponent: &str, report: &MatchReport) -> String {
     let elo = report.pairs.elo();
     format!(
-        "{version},{opponent},{},{},{},{:.4},{:.1},{:.1},{:.1}",
+        "{version},{steps},{published_unix},{opponent},{},{},{},{:.4},{:.1},{:.1},{:.1}",
         report.games.wins,
         report.games.draws,
         report.games.losses,
@@ -79,92 +173,13 @@ fn summary_line(version: u64, opponent: u64, report: &MatchReport) -> String {
     )
 }
 
-impl Tracker {
-    /// Model `version`'s network and training steps.
-    fn load(&self, version: u64) -> Result<(Network, u64)> {
-        let path = self.models.join(format!("v{version}.json"));
-        let (net, meta) = crate::model::load(&path, self.device)?;
-        Ok((net, meta.info.training_steps))
-    }
-
-    /// The run folder, whose `eval/` holds the games.
-    fn run_dir(&self) -> &Path {
-        self.out.parent().unwrap_or(Path::new("."))
-    }
-
-    /// Plays `version` against `opponent` (0: a random network), records its games and appends
-    /// its summary.
-    fn measure(&self, version: u64, opponent: u64) -> Result<()> {
-        let (candidate, steps) = self.load(version)?;
-        let candidate = InferenceService::spawn(candidate, ServiceConfig::default());
-        let (other, other_steps) =
-            if opponent == 0 { (Network::new(&self.model, self.device), 0) } else { self.load(opponent)? };
-        let other = InferenceService::spawn(other, ServiceConfig::default());
-        let config = MatchConfig {
-            games: self.games,
-            playouts: self.playouts,
-            seed: version,
-            // The match's own rules and 300-ply cap, not self-play's: a short self-play cap
-            // without its material adjudication would make every game a draw.
-            ..MatchConfig::default()
-        };
-        let (a, b) = (format!("v{version}"), format!("v{opponent}"));
-        let player = |name: &str, service: &InferenceService| -> Box<dyn Player> {
-            Box::new(SearchPlayer::new(name, service.client(), config.playouts, config.search))
-        };
-        let mut log = MatchLog::open(self.run_dir(), &a, &b, Some(steps), Some(other_steps))?;
-        let report = crate::results::play_recorded(
-            &config.plan(),
-            &|| Ok(player(&a, &candidate)),
-            &|| Ok(player(&b, &other)),
-            &mut log,
-            |_, _| {},
-        )?;
-        // A game a player forfeited is a failed network, not a lost game: stop as the old runner
-        // did rather than record the model as weak.
-        anyhow::ensure!(
-            log.terminations().all(|(reason, _)| reason != "forfeit"),
-            "a strength match of v{version} against v{opponent} had a forfeit (see {})",
-            log.dir().display()
-        );
-        let new_file = !self.out.exists();
-        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.out)?;
-        if new_file {
-            writeln!(file, "{HEADER}")?;
-        }
-        writeln!(file, "{}", summary_line(version, opponent, &report))?;
-        Ok(())
-    }
-
-    /// Measures each new model while `running` is set.
-    pub fn run(&self, running: &AtomicBool) -> Result<()> {
-        while running.load(Ordering::Relaxed) {
-            let done = measured(&self.out);
-            let versions = published(&self.models);
-            let Some(&first) = versions.first() else {
-                std::thread::sleep(Duration::from_secs(2));
-                continue;
-            };
-            match versions.iter().zip(std::iter::once(&0).chain(&versions)).find(|(v, _)| !done.contains(v)) {
-                Some((&version, &previous)) => {
-                    self.measure(version, previous)?;
-                    if previous != first && version != first {
-                        self.measure(version, first)?;
-                    }
-                }
-                None => std::thread::sleep(Duration::from_secs(2)),
-            }
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use clap::Parser;
     use xqz_arena::records::{GameRow, read_games};
     use xqz_arena::stats::Pentanomial;
     use xqz_net::checkpoint::CheckpointInfo;
+    use xqz_net::{ModelConfig, Network};
 
     use super::*;
 
@@ -185,7 +200,23 @@ mod tests {
     }
 
     #[test]
-    fn strength_matches_and_eval_matches_land_in_one_table() {
+    fn matches_rest_to_keep_their_share_of_the_time() {
+        assert!((rest_factor(0.2) - 4.0).abs() < 1e-9);
+        assert!((rest_factor(0.5) - 1.0).abs() < 1e-9);
+        assert_eq!((rest_factor(1.0), rest_factor(0.0)), (0.0, 0.0));
+    }
+
+    #[test]
+    fn the_newest_model_is_measured_first_and_none_twice() {
+        assert_eq!(next_to_measure(&[1, 2, 3], &BTreeSet::new()), Some(3));
+        assert_eq!(next_to_measure(&[1, 2, 3], &BTreeSet::from([3])), Some(2));
+        assert_eq!(next_to_measure(&[1, 2, 3, 4], &BTreeSet::from([3])), Some(4));
+        assert_eq!(next_to_measure(&[1, 2], &BTreeSet::from([1, 2])), None);
+        assert_eq!(next_to_measure(&[], &BTreeSet::new()), None);
+    }
+
+    #[test]
+    fn strength_matches_against_the_anchor_and_eval_matches_land_in_one_table() {
         let run = tempfile::tempdir().unwrap();
         let models = run.path().join("coordinator/models");
         std::fs::create_dir_all(&models).unwrap();
@@ -195,10 +226,17 @@ mod tests {
             let info = CheckpointInfo { model_version: version, training_steps: steps, samples_seen: 0 };
             xqz_net::checkpoint::save(&models.join(format!("v{version}.json")), &net, info).unwrap();
         }
-        let tracker =
-            Tracker { models, out: run.path().join("strength.csv"), games: 2, playouts: 4, device: Device::Cpu, model };
-        tracker.measure(1, 0).unwrap();
-        tracker.measure(2, 1).unwrap();
+        let tracker = Tracker {
+            models,
+            out: run.path().join("strength.csv"),
+            games: 2,
+            playouts: 4,
+            device: Device::Cpu,
+            share: 0.2,
+        };
+        assert_eq!(tracker.anchor(), "material@4");
+        tracker.measure(1).unwrap();
+        tracker.measure(2).unwrap();
         let out = run.path().to_str().unwrap();
         let eval = Eval::try_parse_from([
             "eval",
@@ -222,35 +260,39 @@ mod tests {
         let rows = read_games(run.path()).unwrap();
         assert_eq!(rows.len(), 6, "{rows:?}");
         let of = |a: &str, b: &str| rows.iter().filter(|r| r.a == a && r.b == b).collect::<Vec<_>>();
-        let (first, second, eval) = (of("v1", "v0"), of("v2", "v1"), of("material@8", "uniform@8"));
+        let (first, second, eval) = (of("v1", "material@4"), of("v2", "material@4"), of("material@8", "uniform@8"));
         assert_eq!((first.len(), second.len(), eval.len()), (2, 2, 2), "{rows:?}");
-        assert!(first.iter().all(|r| (r.a_steps, r.b_steps) == (Some(10), Some(0))));
-        assert!(second.iter().all(|r| (r.a_steps, r.b_steps) == (Some(20), Some(10))));
+        assert!(first.iter().all(|r| (r.a_steps, r.b_steps) == (Some(10), None)));
+        assert!(second.iter().all(|r| (r.a_steps, r.b_steps) == (Some(20), None)));
         assert!(eval.iter().all(|r| (r.a_steps, r.b_steps) == (None, None)));
 
         // strength.csv summarises the recorded games with the arena's paired Elo.
         let csv = std::fs::read_to_string(&tracker.out).unwrap();
         let lines: Vec<&str> = csv.lines().collect();
         assert_eq!(lines[0], HEADER);
-        for (line, (version, opponent, games)) in lines[1..].iter().zip([(1, 0, &first), (2, 1, &second)]) {
+        for (line, (version, steps, games)) in lines[1..].iter().zip([(1, 10, &first), (2, 20, &second)]) {
             let fields: Vec<&str> = line.split(',').collect();
-            assert_eq!(fields[..2], [version.to_string(), opponent.to_string()], "{csv}");
-            let record: Vec<u32> = fields[2..5].iter().map(|f| f.parse().unwrap()).collect();
+            assert_eq!(fields[..2], [version.to_string(), steps.to_string()], "{csv}");
+            assert_eq!(fields[3], "material@4", "{csv}");
+            let record: Vec<u32> = fields[4..7].iter().map(|f| f.parse().unwrap()).collect();
             let points = f64::from(record[0]) + f64::from(record[1]) / 2.0;
             assert_eq!(points, games.iter().map(|r| r.a_score).sum::<f64>(), "{csv}");
-            assert_eq!(fields[6], format!("{:.1}", pair_elo(games)), "{csv}");
+            assert_eq!(fields[8], format!("{:.1}", pair_elo(games)), "{csv}");
         }
         assert_eq!(measured(&tracker.out), BTreeSet::from([1, 2]));
+        let plot = run.path().join("strength.svg");
+        crate::plot::strength(&tracker.out, &plot, None).unwrap();
+        assert!(std::fs::read_to_string(&plot).unwrap().contains("material@4"));
 
         // The ladder takes each game once (strength.csv's matches are in the table) and rates the
-        // tracker's players and eval's together.
+        // tracker's players and eval's together, the anchor at 0.
         let games = crate::ladder::games(run.path()).unwrap();
         assert_eq!(games.iter().map(|g| g.2 + g.3 + g.4).sum::<u32>(), 6);
         let mut players: Vec<&str> = games.iter().flat_map(|g| [g.0.0.as_str(), g.1.0.as_str()]).collect();
         players.sort_unstable();
         players.dedup();
-        assert_eq!(players, ["material@8", "uniform@8", "v0", "v1", "v2"]);
-        crate::ladder::run(run.path(), 1.0, None).unwrap();
+        assert_eq!(players, ["material@4", "material@8", "uniform@8", "v1", "v2"]);
+        crate::ladder::run(run.path(), 1.0, Some("material@4")).unwrap();
         assert!(run.path().join("ladder.svg").exists());
     }
 }

@@ -18,6 +18,8 @@ pub struct TrainArgs {
     coordinator: String,
     #[command(flatten)]
     token: crate::token::TokenArgs,
+    #[command(flatten)]
+    tls: crate::token::ClientTlsArgs,
     /// The coordinator's dataset folder (`<coordinator data>/dataset`).
     #[arg(long)]
     data: PathBuf,
@@ -46,6 +48,7 @@ pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
         settings.trainer_config(args.data.clone(), args.run.clone(), args.device.resolve()?, args.max_steps)?;
     let mut publisher: Box<dyn Publisher> = Box::new(GrpcPublisher::new(
         &args.coordinator,
+        args.tls.resolve()?.as_ref(),
         args.token.resolve()?,
         &format!("trainer-{}", std::process::id()),
     )?);

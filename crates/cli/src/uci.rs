@@ -11,9 +11,10 @@ use xqz_uci::{Engine, Options};
 /// Options of `xqz uci` (each also a UCI option a GUI may change).
 #[derive(Args)]
 pub struct UciArgs {
-    /// The checkpoint (its .json file); the `ModelFile` option.
-    #[arg(long)]
-    model: Option<String>,
+    /// The checkpoint (its .json file), or `shipped` for the model built in; the `ModelFile`
+    /// option.
+    #[arg(long, default_value = crate::model::SHIPPED)]
+    model: String,
     #[command(flatten)]
     device: crate::model::DeviceArg,
     /// CPU threads of the network.
@@ -62,7 +63,7 @@ fn load(options: &Options) -> Result<Box<dyn Evaluator>, String> {
 
 pub fn run(args: &UciArgs) -> Result<()> {
     let options = Options {
-        model: args.model.clone().unwrap_or_default(),
+        model: args.model.clone(),
         device: args.device.device.clone(),
         threads: args.threads.max(1),
         playouts: args.playouts.max(1),

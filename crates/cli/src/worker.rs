@@ -19,6 +19,8 @@ pub struct WorkerArgs {
     coordinator: String,
     #[command(flatten)]
     token: crate::token::TokenArgs,
+    #[command(flatten)]
+    tls: crate::token::ClientTlsArgs,
     /// Search threads.
     #[arg(long, default_value_t = 1)]
     threads: usize,
@@ -84,6 +86,7 @@ pub fn run(args: WorkerArgs) -> Result<()> {
     let config = RemoteConfig {
         coordinator: args.coordinator,
         token: args.token.resolve()?,
+        tls: args.tls.resolve()?,
         dir: args.dir,
         name: args.name.unwrap_or_else(default_name),
         threads: args.threads,

@@ -90,7 +90,7 @@ fn games_survive_a_model_switch_and_a_coordinator_crash() {
     wait_for("games of the random network", Duration::from_secs(120), || count(0, 0) >= 2 && count(1, 0) >= 2);
     let ckpt = tempfile::tempdir().unwrap();
     let path = common::tiny_checkpoint(ckpt.path());
-    let version = GrpcPublisher::new(&url, Some("t0k".into()), "test").unwrap().publish(&path).unwrap();
+    let version = GrpcPublisher::new(&url, None, Some("t0k".into()), "test").unwrap().publish(&path).unwrap();
     assert_eq!(version, 1);
     wait_for("games of model v1 from both workers", Duration::from_secs(120), || count(0, 1) >= 1 && count(1, 1) >= 1);
 

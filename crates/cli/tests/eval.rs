@@ -15,8 +15,14 @@ use xiangqi::{Color, Position};
 use xqz_dataset::GameResult;
 use xqz_test_support::fairy_stockfish;
 
+/// `xqz` with `args`, whatever its exit status.
+fn xqz_status(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).output().unwrap()
+}
+
+/// `xqz` with `args`, which must succeed.
 fn xqz(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).output().unwrap();
+    let out = xqz_status(args);
     assert!(
         out.status.success(),
         "xqz {args:?} failed:\n{}\n{}",
@@ -134,13 +140,15 @@ fn an_sprt_stops_a_lopsided_match_and_the_ladder_rates_the_players() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let last = stdout.lines().find(|l| l.starts_with("final: ")).unwrap();
     assert!(last.contains("H1 accepted"), "{stdout}");
+    assert_eq!(output.status.code(), Some(0), "H1 accepted exits 0");
     let games: usize = read_table(dir.path()).iter().map(RecordBatch::num_rows).sum();
     assert!(games < 120, "the test stopped the match early ({games} games)");
     for batch in read_table(dir.path()) {
         check_games(&batch, 150);
     }
-    // A second match appends to the same table.
-    xqz(&[
+    // A second match appends to the same table; one pair decides nothing, and the exit status
+    // says so.
+    let undecided = xqz_status(&[
         "eval",
         "match",
         "--a",
@@ -153,11 +161,36 @@ fn an_sprt_stops_a_lopsided_match_and_the_ladder_rates_the_players() {
         "1",
         "--max-plies",
         "60",
+        "--sprt",
+        "0,200",
         "--out",
         out,
     ]);
+    assert_eq!(undecided.status.code(), Some(11), "{}", String::from_utf8_lossy(&undecided.stdout));
     let batches = read_table(dir.path());
     assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), games + 2);
+    // The lopsided match the other way round: H0 accepted, exit status 10.
+    let rejected = xqz_status(&[
+        "eval",
+        "match",
+        "--a",
+        "uniform",
+        "--b",
+        "material",
+        "--playouts",
+        "16",
+        "--pairs",
+        "60",
+        "--max-plies",
+        "100",
+        "--sprt",
+        "0,200",
+        "--out",
+        &dir.path().join("h0").display().to_string(),
+    ]);
+    let stdout = String::from_utf8_lossy(&rejected.stdout);
+    assert!(stdout.lines().any(|l| l.starts_with("final: ") && l.contains("H0 accepted")), "{stdout}");
+    assert_eq!(rejected.status.code(), Some(10), "{stdout}");
 
     // Each built-in searcher at its two budgets is two players; any of them can be the anchor.
     let ladder = xqz(&["eval", "ladder", "--run", out, "--anchor", "uniform@64"]);

@@ -1,6 +1,6 @@
 //! `xqz run`, the main job, for a bounded time with the tiny net: the loop closes — models are
 //! published, workers play with them, checkpoints load, the losses are plotted, the strength
-//! matches are recorded.
+//! matches against the anchor are recorded.
 
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -43,10 +43,13 @@ fn the_local_pipeline_publishes_models_that_workers_play() {
     assert!(meta.info.training_steps >= 20 && meta.info.model_version >= 2, "{:?}", meta.info);
     assert!(dir.join("losses.svg").exists());
     let strength = std::fs::read_to_string(dir.join("strength.csv")).expect("strength matches were played");
-    assert!(strength.lines().nth(1).is_some_and(|l| l.starts_with("1,0,")), "{strength}");
+    // Each measured model played the anchor, the material searcher at the match playouts.
+    let rows: Vec<Vec<&str>> = strength.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert!(!rows.is_empty() && rows.iter().all(|r| r.len() == 11 && r[3] == "material@8"), "{strength}");
     // The strength matches' games are in the run's evaluation table, as `xqz eval match` records.
     let games = xqz_arena::records::read_games(&dir).unwrap();
-    assert_eq!(games.iter().filter(|g| g.a == "v1" && g.b == "v0").count(), 2, "{games:?}");
+    let first = format!("v{}", rows[0][0]);
+    assert_eq!(games.iter().filter(|g| g.a == first && g.b == "material@8").count(), 2, "{games:?}");
     assert!(dir.join("strength.svg").exists());
 }
 

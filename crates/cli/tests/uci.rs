@@ -77,14 +77,15 @@ impl Drop for Gui {
 fn a_gui_session_with_a_checkpoint() {
     let dir = tempfile::tempdir().unwrap();
     let model = common::tiny_checkpoint(dir.path());
-    let mut gui = Gui::start(&["--device", "cpu"]);
+    let mut gui = Gui::start(&["--device", "cpu", "--model", ""]);
 
     gui.send("uci");
     let hello = gui.until(|l| l == "uciok");
     assert!(hello[0].starts_with("id name xqz "));
     assert!(hello.iter().any(|l| l.starts_with("option name ModelFile type string")));
+    assert!(hello.iter().any(|l| l == "option name UCI_Variant type combo default xiangqi var xiangqi"), "{hello:?}");
 
-    // No model yet: isready says so and the engine stays up.
+    // No model (not even the shipped one): isready says so and the engine stays up.
     gui.send("isready");
     let ready = gui.until(|l| l == "readyok");
     assert!(ready[0].starts_with("info string error: no model loaded"), "{ready:?}");
@@ -108,7 +109,16 @@ fn a_gui_session_with_a_checkpoint() {
     assert!(infos[infos.len() - 1].contains(" multipv 2 "));
 
     // Garbage, an illegal move list and a bad option value: each an info string, nothing else.
-    for line in ["garbage", "position startpos moves h2e2 e2e2", "setoption name Threads value many", "go sideways"] {
+    gui.send("setoption name UCI_Variant value xiangqi");
+    gui.send("isready");
+    assert_eq!(gui.until(|l| l == "readyok"), ["readyok"], "the engine's own variant is accepted");
+    for line in [
+        "garbage",
+        "position startpos moves h2e2 e2e2",
+        "setoption name Threads value many",
+        "setoption name UCI_Variant value chess",
+        "go sideways",
+    ] {
         gui.send(line);
         if line.starts_with("go") {
             let (lines, best) = gui.bestmove();
@@ -134,4 +144,35 @@ fn a_gui_session_with_a_checkpoint() {
     gui.send("quit");
     let status = gui.child.wait().unwrap();
     assert!(status.success());
+}
+
+#[test]
+fn with_no_arguments_it_plays_the_shipped_model() {
+    let mut gui = Gui::start(&[]);
+    gui.send("uci");
+    let hello = gui.until(|l| l == "uciok");
+    assert!(hello.iter().any(|l| l == "option name ModelFile type string default shipped"), "{hello:?}");
+    gui.send("isready");
+    assert_eq!(gui.until(|l| l == "readyok"), ["readyok"], "the shipped model loads without complaint");
+
+    // One playout: the move is the network's favourite, which it clearly prefers (so that the
+    // test tells a network from uniform priors).
+    let moves = "h2e2 h9g7";
+    gui.send(&format!("position startpos moves {moves}"));
+    gui.send("go nodes 1");
+    let (_, best) = gui.bestmove();
+    let game = game_after(moves);
+    let shipped = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../models/shipped.json");
+    let (net, _) = xqz_net::checkpoint::load(&shipped, xqz_net::Device::Cpu, None).unwrap();
+    let mut input = vec![0.0; xqz_net::encoding::INPUT_SIZE];
+    xqz_net::encoding::encode_game(&game, &mut input);
+    let logits = net.predict(&input).unwrap().policy_logits;
+    let legal = game.legal_moves();
+    let logit = |mv: Move| logits[xqz_net::policy::index_for(mv, game.position().turn()).unwrap()];
+    let favourite = legal.iter().copied().max_by(|a, b| logit(*a).total_cmp(&logit(*b))).unwrap();
+    assert_eq!(best, favourite.to_string());
+    let total: f32 = legal.iter().map(|&mv| (logit(mv) - logit(favourite)).exp()).sum();
+    assert!(1.0 / total > 2.0 / legal.len() as f32, "the favourite's prior {} is near uniform", 1.0 / total);
+    gui.send("quit");
+    assert!(gui.child.wait().unwrap().success());
 }

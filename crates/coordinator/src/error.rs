@@ -28,6 +28,9 @@ pub enum CoordinatorError {
     /// The gRPC server failed.
     #[error("gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),
+    /// The TLS certificate, key or client CA cannot be used.
+    #[error("TLS certificate, key or client CA: {0}")]
+    Tls(tonic::transport::Error),
     /// The reflection service cannot be built from the descriptor set.
     #[error("reflection service: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),

@@ -21,14 +21,16 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
+use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic::{Request, Status};
-use xqz_mcts::PlaySettings;
+use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_server::CoordinatorServer;
 
 pub use error::CoordinatorError;
@@ -41,7 +43,11 @@ use crate::service::State;
 use crate::settings::SettingsHistory;
 use crate::store::Store;
 
-/// Size limits of requests.
+/// Limits on requests, which bound the memory they can take: at most `max_concurrent_requests`
+/// handlers run at once (others wait), each holding one message of at most `max_message_bytes`
+/// and its decoded form, which the codec keeps within
+/// [`MAX_EXPANSION`](xqz_proto::codec::MAX_EXPANSION) times its size; so about
+/// `4 * 16 MiB * 17`, 1.1 GiB, by default, however many clients call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Games in one `SubmitGames` request.
@@ -49,9 +55,14 @@ pub struct Limits {
     /// Moves of all games in one `SubmitGames` request.
     pub max_moves_per_request: usize,
     /// Largest message the server decodes; larger ones fail in tonic with RESOURCE_EXHAUSTED.
+    /// A worker's batch of 16 games of 600 plies with full searches is about 7 MiB.
     pub max_message_bytes: usize,
     /// Largest model `PublishModel` accepts.
     pub max_model_bytes: usize,
+    /// Request handlers running at once; further requests wait for one to finish.
+    pub max_concurrent_requests: usize,
+    /// Longest a request handler may run (a model upload included) before it is cancelled.
+    pub request_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -59,8 +70,10 @@ impl Default for Limits {
         Limits {
             max_games_per_request: 256,
             max_moves_per_request: 256 * 400,
-            max_message_bytes: 64 << 20,
+            max_message_bytes: 16 << 20,
             max_model_bytes: 2 << 30,
+            max_concurrent_requests: 4,
+            request_timeout: Duration::from_secs(300),
         }
     }
 }
@@ -74,10 +87,19 @@ pub struct CoordinatorConfig {
     pub metrics: Option<SocketAddr>,
     /// The data folder.
     pub data_dir: PathBuf,
-    /// The bearer token every coordinator call must carry, if any.
+    /// The bearer token every coordinator call must carry, if any (the workers' credential).
     pub token: Option<String>,
-    /// How games are played and adjudicated (checked when the coordinator starts).
+    /// The trainer's credential, if publishing is kept to it: with one, only calls that carry it
+    /// may publish models (and it serves for every other call too); without, any caller that
+    /// passes the `token` check may.
+    pub publisher_token: Option<String>,
+    /// TLS, if the coordinator serves it (clients then use `https://` addresses).
+    pub tls: Option<ServerTls>,
+    /// How games are played and adjudicated (checked when the coordinator starts), before the
+    /// schedule.
     pub settings: PlaySettings,
+    /// How the settings change with each published model.
+    pub schedule: PlaySchedule,
     /// Request size limits.
     pub limits: Limits,
 }
@@ -90,10 +112,24 @@ impl CoordinatorConfig {
             metrics: None,
             data_dir: data_dir.into(),
             token: None,
+            publisher_token: None,
+            tls: None,
             settings: PlaySettings::default(),
+            schedule: PlaySchedule::default(),
             limits: Limits::default(),
         }
     }
+}
+
+/// The coordinator's TLS material, PEM-encoded.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerTls {
+    /// Its certificate chain.
+    pub cert_pem: Vec<u8>,
+    /// Its private key.
+    pub key_pem: Vec<u8>,
+    /// The CA that client certificates must chain to, if clients must present one.
+    pub client_ca_pem: Option<Vec<u8>>,
 }
 
 /// A started coordinator.
@@ -126,16 +162,36 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// The interceptor that demands `authorization: Bearer <token>` when a token is configured.
-fn check_token(token: Option<Arc<str>>) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
-    move |request: Request<()>| {
-        let Some(token) = &token else { return Ok(request) };
-        let given = request.metadata().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
-        match given.strip_prefix("Bearer ") {
-            Some(t) if same_secret(t.as_bytes(), token.as_bytes()) => Ok(request),
-            Some(_) => Err(Status::unauthenticated("wrong bearer token")),
-            None => Err(Status::unauthenticated("missing `authorization: Bearer <token>` metadata")),
-        }
+/// What a caller's credential allows, attached to each request by [`check_token`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Register, submit games, follow and download models, read stats.
+    Worker,
+    /// All that, and publish models.
+    Publisher,
+}
+
+/// The interceptor that demands `authorization: Bearer <token>` when a token is configured and
+/// tells the handlers which [`Role`] the credential carries.
+fn check_token(
+    token: Option<Arc<str>>,
+    publisher: Option<Arc<str>>,
+) -> impl FnMut(Request<()>) -> Result<Request<()>, Status> + Clone {
+    move |mut request: Request<()>| {
+        let header = request.metadata().get("authorization").and_then(|v| v.to_str().ok());
+        let given = header.and_then(|h| h.strip_prefix("Bearer "));
+        let is = |secret: &Option<Arc<str>>| matches!((secret, given), (Some(s), Some(g)) if same_secret(g.as_bytes(), s.as_bytes()));
+        let role = if is(&publisher) || (publisher.is_none() && (token.is_none() || is(&token))) {
+            Role::Publisher
+        } else if token.is_none() || is(&token) {
+            Role::Worker
+        } else if header.is_some() {
+            return Err(Status::unauthenticated("wrong bearer token"));
+        } else {
+            return Err(Status::unauthenticated("missing `authorization: Bearer <token>` metadata"));
+        };
+        request.extensions_mut().insert(role);
+        Ok(request)
     }
 }
 
@@ -149,14 +205,12 @@ pub async fn serve(
 ) -> Result<Running, CoordinatorError> {
     config.settings.validate()?;
     let data = config.data_dir.clone();
-    let settings = config.settings.clone();
+    let (settings, schedule) = (config.settings.clone(), config.schedule);
     let (history, store, registry) = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&data).at(&data)?;
-        Ok::<_, CoordinatorError>((
-            SettingsHistory::open(&data, &settings)?,
-            Store::open(&data)?,
-            Registry::open(&data.join("models"))?,
-        ))
+        let registry = Registry::open(&data.join("models"))?;
+        let history = SettingsHistory::open(&data, &settings, schedule, registry.latest_version())?;
+        Ok::<_, CoordinatorError>((history, Store::open(&data)?, registry))
     })
     .await??;
     let state = Arc::new(State::new(history, config.limits.clone(), store, registry));
@@ -183,11 +237,21 @@ pub async fn serve(
     let coordinator = CoordinatorServer::new(CoordinatorService::new(state.clone(), stop_rx))
         .max_decoding_message_size(config.limits.max_message_bytes)
         .max_encoding_message_size(config.limits.max_message_bytes);
-    let token = config.token.map(Arc::<str>::from);
-    let router = tonic::transport::Server::builder()
+    let (token, publisher) = (config.token.map(Arc::<str>::from), config.publisher_token.map(Arc::<str>::from));
+    let mut builder = tonic::transport::Server::builder();
+    if let Some(tls) = &config.tls {
+        let mut server_tls = ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem));
+        if let Some(ca) = &tls.client_ca_pem {
+            server_tls = server_tls.client_ca_root(Certificate::from_pem(ca));
+        }
+        builder = builder.tls_config(server_tls).map_err(CoordinatorError::Tls)?;
+    }
+    let router = builder
+        .timeout(config.limits.request_timeout)
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(config.limits.max_concurrent_requests.max(1)))
         .add_service(health_service)
         .add_service(reflection)
-        .add_service(InterceptedService::new(coordinator, check_token(token)));
+        .add_service(InterceptedService::new(coordinator, check_token(token, publisher)));
     let signal = async move {
         shutdown.await;
         // Ends the watch and download streams, which would otherwise keep the drain waiting.

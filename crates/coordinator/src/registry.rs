@@ -44,6 +44,33 @@ pub(crate) enum PublishError {
     Storage(#[from] CoordinatorError),
 }
 
+/// Refuses weights that no worker could load: not a safetensors file, no tensors, a tensor that
+/// is not 32- or 16-bit floats, or a value that is not finite. (Whether the tensors fit the
+/// model config is for the loader, which knows the network's shape.)
+fn check_weights(weights: &[u8]) -> Result<(), String> {
+    let file = safetensors::SafeTensors::deserialize(weights).map_err(|e| format!("not a safetensors file: {e:?}"))?;
+    let tensors = file.tensors();
+    if tensors.is_empty() {
+        return Err("no tensors".into());
+    }
+    for (name, tensor) in tensors {
+        let finite = match tensor.dtype() {
+            safetensors::Dtype::F32 => {
+                tensor.data().chunks_exact(4).all(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite())
+            }
+            // A half's exponent bits all set: infinity or NaN.
+            safetensors::Dtype::F16 => {
+                tensor.data().chunks_exact(2).all(|b| u16::from_le_bytes([b[0], b[1]]) & 0x7c00 != 0x7c00)
+            }
+            other => return Err(format!("tensor {name:?} is {other:?}, not F32 or F16")),
+        };
+        if !finite {
+            return Err(format!("tensor {name:?} holds a value that is not finite"));
+        }
+    }
+    Ok(())
+}
+
 pub(crate) struct Registry {
     dir: PathBuf,
     models: Mutex<Vec<ModelAnnouncement>>,
@@ -162,6 +189,7 @@ impl Registry {
         if sha != want_sha {
             return Err(invalid(format!("weights sha256 is {sha}, metadata says {want_sha}")));
         }
+        check_weights(weights).map_err(|m| invalid(format!("the weights are not a network: {m}")))?;
         let mut models = self.lock();
         let version = models.last().map_or(0, |m| m.version) + 1;
         let weights_file = format!("v{version}.safetensors");

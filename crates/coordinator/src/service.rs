@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
@@ -29,6 +29,21 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// Longest idempotency key, in bytes (printable ASCII).
 pub(crate) const MAX_KEY_BYTES: usize = 128;
 
+/// Longest worker id a client may send (Register issues ids of at most 71 characters); it is
+/// stored with every game the worker submits.
+pub(crate) const MAX_WORKER_ID_BYTES: usize = 80;
+
+/// Refuses a worker id that is too long or not printable ASCII.
+fn check_worker_id(worker_id: &str) -> Result<(), Status> {
+    if worker_id.len() > MAX_WORKER_ID_BYTES || !worker_id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Status::invalid_argument(format!(
+            "the worker id must be at most {MAX_WORKER_ID_BYTES} printable ASCII characters ({} bytes given)",
+            worker_id.len()
+        )));
+    }
+    Ok(())
+}
+
 /// The status for an idempotency key that arrives with other games than it first carried.
 fn key_reused(key: &str) -> Status {
     Status::already_exists(format!(
@@ -39,7 +54,9 @@ fn key_reused(key: &str) -> Status {
 
 /// Everything the handlers share.
 pub(crate) struct State {
-    pub settings: SettingsHistory,
+    /// Written only when a published model changes the settings, under the same lock as the
+    /// publication, so that no announcement of the model goes out with the settings before it.
+    pub settings: RwLock<SettingsHistory>,
     pub limits: Limits,
     pub store: Mutex<Store>,
     pub registry: Registry,
@@ -48,10 +65,14 @@ pub(crate) struct State {
     next_worker: AtomicU64,
 }
 
+// The guarded structures are updated in one step after all fallible work, so a panic elsewhere
+// cannot leave them inconsistent.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The guarded structures are updated in one step after all fallible work, so a panic
-    // elsewhere cannot leave them inconsistent.
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
 }
 
 fn now_ms() -> i64 {
@@ -61,7 +82,7 @@ fn now_ms() -> i64 {
 impl State {
     pub fn new(settings: SettingsHistory, limits: Limits, store: Store, registry: Registry) -> State {
         State {
-            settings,
+            settings: RwLock::new(settings),
             limits,
             store: Mutex::new(store),
             registry,
@@ -71,9 +92,13 @@ impl State {
         }
     }
 
+    /// Notes that `worker_id` was heard from, and forgets workers silent for longer than the
+    /// alive window, so that the map holds only live workers whatever ids clients send.
     fn touch(&self, worker_id: &str) {
         if !worker_id.is_empty() {
-            lock(&self.workers).insert(worker_id.to_string(), Instant::now());
+            let mut workers = lock(&self.workers);
+            workers.retain(|_, seen| seen.elapsed() <= ALIVE_WINDOW);
+            workers.insert(worker_id.to_string(), Instant::now());
         }
     }
 
@@ -103,7 +128,8 @@ impl CoordinatorService {
 
     /// The settings in force, as announced.
     fn settings(&self) -> SelfPlaySettings {
-        let (version, settings) = self.state.settings.current();
+        let history = read(&self.state.settings);
+        let (version, settings) = history.current();
         xqz_proto::wire::settings_to_wire(settings, version)
     }
 
@@ -122,6 +148,10 @@ impl CoordinatorService {
                 "the idempotency key must be at most {MAX_KEY_BYTES} printable ASCII characters ({} bytes given)",
                 key.len()
             )));
+        }
+        if let Err(status) = check_worker_id(&req.worker_id) {
+            state.reject(req.games.len());
+            return Err(status);
         }
         state.touch(&req.worker_id);
         let moves: usize = req.games.iter().map(|g| g.moves.len()).sum();
@@ -155,7 +185,7 @@ impl CoordinatorService {
                 .games
                 .iter()
                 .enumerate()
-                .map(|(i, g)| validate_game(i, g, &checker.settings, latest, &req.worker_id))
+                .map(|(i, g)| validate_game(i, g, &read(&checker.settings), latest, &req.worker_id))
                 .collect::<Result<Vec<_>, String>>();
             records.map(|r| Ok((content, r)))
         })
@@ -214,6 +244,7 @@ impl Coordinator for CoordinatorService {
     }
 
     async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
+        check_worker_id(&request.get_ref().worker_id)?;
         self.state.touch(&request.get_ref().worker_id);
         Ok(Response::new(HeartbeatResponse { latest_model_version: self.state.registry.latest_version() }))
     }
@@ -317,6 +348,11 @@ impl Coordinator for CoordinatorService {
         &self,
         request: Request<Streaming<PublishModelChunk>>,
     ) -> Result<Response<PublishModelResponse>, Status> {
+        if request.extensions().get::<crate::Role>() != Some(&crate::Role::Publisher) {
+            return Err(Status::permission_denied(
+                "this credential may not publish models: publishing takes the trainer's token",
+            ));
+        }
         let mut stream = request.into_inner();
         let header = match stream.message().await? {
             Some(PublishModelChunk { part: Some(Part::Header(h)) }) => h,
@@ -337,12 +373,25 @@ impl Coordinator for CoordinatorService {
         }
         let state = self.state.clone();
         let published = tokio::task::spawn_blocking(move || {
-            state.registry.publish(&header.metadata_json, &header.publisher, &weights, now_ms())
+            let mut settings = state.settings.write().unwrap_or_else(|e| e.into_inner());
+            let model = state.registry.publish(&header.metadata_json, &header.publisher, &weights, now_ms())?;
+            let changed = settings.on_model(model.version).map(|changed| changed.then(|| settings.current().0));
+            Ok::<_, PublishError>((model, changed))
         })
         .await
         .map_err(|e| Status::internal(format!("publish task: {e}")))?;
         match published {
-            Ok(model) => Ok(Response::new(PublishModelResponse { version: model.version })),
+            Ok((model, Ok(changed))) => {
+                if let Some(version) = changed {
+                    println!("model v{} brings settings version {version}", model.version);
+                }
+                Ok(Response::new(PublishModelResponse { version: model.version }))
+            }
+            // The model stands; the settings stay as they were until the next model tries again.
+            Ok((model, Err(e))) => Err(Status::internal(format!(
+                "model v{} is published, but the settings it brings could not be stored: {e}",
+                model.version
+            ))),
             Err(PublishError::Invalid(message)) => Err(Status::invalid_argument(message)),
             Err(PublishError::Storage(e)) => Err(Status::internal(format!("storing the model failed: {e}"))),
         }

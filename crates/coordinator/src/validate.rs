@@ -350,7 +350,7 @@ mod tests {
         let adjudicating = PlaySettings { repeater_loses: true, ..PlaySettings::default() };
         assert_adjudication(
             &moves,
-            PlaySettings::default(),
+            PlaySettings { repeater_loses: false, ..PlaySettings::default() },
             "allowed_repetition",
             adjudicating,
             "repetition_adjudication",
@@ -361,8 +361,11 @@ mod tests {
     fn a_game_is_validated_under_the_settings_version_it_names() {
         let dir = tempfile::tempdir().unwrap();
         // Version 1 caps games at 2 plies, version 2 (in force) at 300.
-        SettingsHistory::open(dir.path(), &PlaySettings { max_plies: 2, ..PlaySettings::default() }).unwrap();
-        let history = SettingsHistory::open(dir.path(), &PlaySettings::default()).unwrap();
+        let fixed = xqz_mcts::PlaySchedule { cap_growth: 0, cap_limit: 0 };
+        SettingsHistory::open(dir.path(), &PlaySettings { max_plies: 2, ..PlaySettings::default() }, fixed, 0).unwrap();
+        let history =
+            SettingsHistory::open(dir.path(), &PlaySettings { max_plies: 300, ..PlaySettings::default() }, fixed, 0)
+                .unwrap();
         let mut sub = two_move_draw();
         sub.settings_version = 1;
         let (record, _) = validate_game(0, &sub, &history, 0, "w").unwrap();

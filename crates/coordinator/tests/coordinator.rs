@@ -12,8 +12,8 @@ use tonic::{Code, Request, Status};
 use xiangqi::Move;
 use xqz_coordinator::{CoordinatorConfig, Running, serve};
 use xqz_dataset::Dataset;
-use xqz_mcts::PlaySettings;
 use xqz_mcts::{MaterialEvaluator, SelfPlayConfig, self_play};
+use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::*;
 
@@ -29,10 +29,16 @@ struct Server {
 }
 
 impl Server {
+    /// A coordinator whose settings stay as given.
     async fn start(data: &Path, settings: PlaySettings) -> Server {
+        Server::scheduled(data, settings, PlaySchedule { cap_growth: 0, cap_limit: 0 }).await
+    }
+
+    async fn scheduled(data: &Path, settings: PlaySettings, schedule: PlaySchedule) -> Server {
         let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data);
         config.token = Some(TOKEN.into());
         config.settings = settings;
+        config.schedule = schedule;
         config.limits.max_games_per_request = 8;
         let (stop, rx) = oneshot::channel::<()>();
         let running = serve(config, async move { drop(rx.await) }).await.unwrap();
@@ -211,6 +217,7 @@ async fn a_worker_searches_as_the_coordinator_says() {
     let session = xqz_worker::remote::Session::connect(xqz_worker::remote::RemoteConfig {
         coordinator: format!("http://{}", server.running.addr()),
         token: Some(TOKEN.into()),
+        tls: None,
         dir: dir.path().join("worker"),
         name: "box".into(),
         threads: 1,
@@ -255,6 +262,13 @@ async fn token_is_required() {
     server.stop().await;
 }
 
+/// A safetensors file of one tensor of 1250 floats (about 5 kB).
+fn weights() -> Vec<u8> {
+    let data: Vec<u8> = (0..1250u32).flat_map(|i| (i as f32 / 100.0).to_le_bytes()).collect();
+    let tensor = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![1250], &data).unwrap();
+    safetensors::serialize([("w", tensor)], &None).unwrap()
+}
+
 fn metadata(weights: &[u8]) -> String {
     serde_json::json!({
         "format": 2,
@@ -279,18 +293,57 @@ async fn publish(client: &mut Client, meta: String, weights: &[u8]) -> Result<u6
 }
 
 #[tokio::test]
+async fn an_overlong_worker_id_is_refused_and_nothing_is_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), short()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    for worker_id in ["w".repeat(1 << 20), "tab\there".to_string()] {
+        let request = SubmitGamesRequest { worker_id: worker_id.clone(), ..batch("long", vec![draw(1)]) };
+        let error = client.submit_games(request).await.unwrap_err();
+        assert_eq!(error.code(), Code::InvalidArgument);
+        assert!(error.message().contains("worker id") && error.message().len() < 200, "{}", error.message());
+        let heartbeat = HeartbeatRequest { worker_id, ..Default::default() };
+        assert_eq!(client.heartbeat(heartbeat).await.unwrap_err().code(), Code::InvalidArgument);
+    }
+    server.stop().await;
+    assert!(Dataset::open(dir.path().join("dataset")).unwrap().games().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn only_the_publisher_token_publishes_when_there_is_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), dir.path());
+    config.token = Some(TOKEN.into());
+    config.publisher_token = Some("trainer-secret".into());
+    config.settings = short();
+    let (stop, rx) = oneshot::channel::<()>();
+    let server = Server { running: serve(config, async move { drop(rx.await) }).await.unwrap(), stop };
+    let weights = weights();
+    let mut worker = server.client(Some(TOKEN)).await;
+    let error = publish(&mut worker, metadata(&weights), &weights).await.unwrap_err();
+    assert_eq!(error.code(), Code::PermissionDenied, "{error:?}");
+    let mut trainer = server.client(Some("trainer-secret")).await;
+    assert_eq!(publish(&mut trainer, metadata(&weights), &weights).await.unwrap(), 1);
+    // The trainer's credential serves the other calls too; a wrong one serves none.
+    assert_eq!(trainer.get_stats(GetStatsRequest {}).await.unwrap().into_inner().latest_model_version, 1);
+    let mut stranger = server.client(Some("guess")).await;
+    assert_eq!(publish(&mut stranger, metadata(&weights), &weights).await.unwrap_err().code(), Code::Unauthenticated);
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn published_models_are_announced_and_downloadable() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(dir.path(), short()).await;
     let mut client = server.client(Some(TOKEN)).await;
     let mut watcher = client.watch_models(WatchModelsRequest { after_version: 0 }).await.unwrap().into_inner();
-    let weights: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let weights = weights();
 
     let err = publish(&mut client, metadata(&weights[..10]), &weights).await.unwrap_err();
     assert_eq!(err.code(), Code::InvalidArgument, "{err:?}");
     assert_eq!(publish(&mut client, metadata(&weights), &weights).await.unwrap(), 1);
     let announced = with_timeout(watcher.message()).await.unwrap().unwrap();
-    assert_eq!((announced.version, announced.weights_bytes), (1, 5000));
+    assert_eq!((announced.version, announced.weights_bytes), (1, weights.len() as u64));
     assert_eq!(announced.weights_sha256, format!("{:x}", Sha256::digest(&weights)));
     let meta: serde_json::Value = serde_json::from_str(&announced.metadata_json).unwrap();
     assert_eq!(
@@ -302,7 +355,7 @@ async fn published_models_are_announced_and_downloadable() {
     let mut stream =
         client.download_model(DownloadModelRequest { version: 1, offset: 1234 }).await.unwrap().into_inner();
     while let Some(chunk) = stream.message().await.unwrap() {
-        assert_eq!((chunk.offset, chunk.total_bytes), (1234 + tail.len() as u64, 5000));
+        assert_eq!((chunk.offset, chunk.total_bytes), (1234 + tail.len() as u64, weights.len() as u64));
         tail.extend(chunk.data);
     }
     assert_eq!(tail, weights[1234..]);
@@ -319,6 +372,77 @@ async fn published_models_are_announced_and_downloadable() {
     with_timeout(server.stop()).await;
     assert!(Path::new(&dir.path().join("models/v1.safetensors")).exists());
     assert!(Path::new(&dir.path().join("models/registry.json")).exists());
+}
+
+#[tokio::test]
+async fn a_published_model_brings_the_settings_its_schedule_calls_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let schedule = PlaySchedule { cap_growth: 2, cap_limit: 6 };
+    let server = Server::scheduled(dir.path(), short(), schedule).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    assert_eq!(register(&mut client).await.max_plies, 2);
+    let mut watcher = client.watch_models(WatchModelsRequest { after_version: 0 }).await.unwrap().into_inner();
+    let weights = weights();
+    assert_eq!(publish(&mut client, metadata(&weights), &weights).await.unwrap(), 1);
+    // The model is announced with the settings it brings: 4-ply games, as version 2.
+    let settings = with_timeout(watcher.message()).await.unwrap().unwrap().settings.unwrap();
+    assert_eq!((settings.version, settings.max_plies), (2, 4));
+    // A 2-ply game of version 1 still counts; the same claim under version 2 does not.
+    let mut old = draw(1);
+    old.settings_version = 1;
+    assert_eq!(client.submit_games(batch("s1", vec![old])).await.unwrap().into_inner().accepted, 1);
+    let mut new = draw(2);
+    new.settings_version = 2;
+    assert_eq!(client.submit_games(batch("s2", vec![new])).await.unwrap_err().code(), Code::InvalidArgument);
+    // Model 2 reaches the limit: no cap and no adjudication, the rules alone.
+    let mut meta: serde_json::Value = serde_json::from_str(&metadata(&weights)).unwrap();
+    meta["info"]["training_steps"] = 2.into();
+    assert_eq!(publish(&mut client, meta.to_string(), &weights).await.unwrap(), 2);
+    let settings = with_timeout(watcher.message()).await.unwrap().unwrap().settings.unwrap();
+    assert_eq!((settings.version, settings.max_plies, settings.material_adjudication), (3, 0, 0));
+    server.stop().await;
+    // A restart keeps them.
+    let server = Server::scheduled(dir.path(), short(), schedule).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let settings = register(&mut client).await;
+    assert_eq!((settings.version, settings.max_plies), (3, 0));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_request_that_would_swell_when_decoded_is_refused_before_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), short()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    // 200 kB of empty plies: some 8 MB once decoded.
+    let mut game = draw(1);
+    game.plies = vec![PlySearch::default(); 100_000];
+    let error = client.submit_games(batch("swell", vec![game])).await.unwrap_err();
+    assert_eq!(error.code(), Code::ResourceExhausted, "{error:?}");
+    assert!(error.message().contains("1 games with 100000 plies"), "{}", error.message());
+    // The same game honestly told is stored.
+    assert_eq!(client.submit_games(batch("honest", vec![draw(1)])).await.unwrap().into_inner().accepted, 1);
+    server.stop().await;
+    assert_eq!(Dataset::open(dir.path().join("dataset")).unwrap().games().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn weights_no_worker_could_load_never_become_a_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), short()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let random: Vec<u8> = (0..65536u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
+    let mut infinite = weights();
+    let at = infinite.len() - 4;
+    infinite[at..].copy_from_slice(&f32::INFINITY.to_le_bytes());
+    for (bad, why) in [(vec![], "not a safetensors file"), (random, "not a safetensors file"), (infinite, "not finite")]
+    {
+        let error = publish(&mut client, metadata(&bad), &bad).await.unwrap_err();
+        assert_eq!(error.code(), Code::InvalidArgument, "{error:?}");
+        assert!(error.message().contains(why), "{}", error.message());
+    }
+    assert_eq!(client.get_stats(GetStatsRequest {}).await.unwrap().into_inner().latest_model_version, 0);
+    server.stop().await;
 }
 
 #[tokio::test]
@@ -363,7 +487,7 @@ async fn a_game_of_earlier_settings_is_validated_under_them_after_a_restart() {
     assert_eq!(register(&mut client).await.version, 1);
     server.stop().await;
     // Version 2: 300-ply games. A game a worker spooled under version 1 still counts...
-    let server = Server::start(dir.path(), PlaySettings::default()).await;
+    let server = Server::start(dir.path(), PlaySettings { max_plies: 300, ..PlaySettings::default() }).await;
     let mut client = server.client(Some(TOKEN)).await;
     let wire = register(&mut client).await;
     assert_eq!((wire.version, wire.max_plies), (2, 300));

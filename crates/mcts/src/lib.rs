@@ -28,5 +28,5 @@ pub use selfplay::{
     LiveConfig, PlyRecord, PolicyTarget, ResignConfig, Resignation, SelfPlayConfig, SelfPlayGame, SelfPlayStats,
     game_seed, replay, self_play, self_play_live,
 };
-pub use settings::{ParsePolicyTargetError, PlaySettings, SettingsError};
+pub use settings::{ParsePolicyTargetError, PlaySchedule, PlaySettings, SettingsError};
 pub use tree::{Line, PendingLeaf, RootStats, SearchConfig, Selection, Tree};

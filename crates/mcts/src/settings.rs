@@ -82,7 +82,7 @@ pub struct PlaySettings {
     pub material_adjudication: u32,
     /// A repetition the rules call a draw is lost by the side that completed it, so that neither
     /// side learns to shuffle (evaluation matches keep the rules' draws).
-    #[cfg_attr(feature = "clap", arg(long))]
+    #[cfg_attr(feature = "clap", arg(long, action = clap::ArgAction::Set, default_value_t = PlaySettings::default().repeater_loses))]
     pub repeater_loses: bool,
     /// Whether a side may resign (false: every game is played to its end).
     #[cfg_attr(feature = "clap", arg(long, action = clap::ArgAction::Set, default_value_t = PlaySettings::default().resign))]
@@ -100,23 +100,26 @@ pub struct PlaySettings {
 
 impl Default for PlaySettings {
     fn default() -> PlaySettings {
+        // The recipe measured to learn on a 2-core CPU (docs/LEARNING.md): few playouts, short
+        // games ended by material adjudication, targets from the searched values.
         PlaySettings {
             ruleset: Ruleset::Chinese2011,
-            max_plies: 300,
-            playouts: 200,
-            cheap_playouts: 40,
+            max_plies: 80,
+            playouts: 32,
+            cheap_playouts: 8,
             full_search_probability: 0.25,
             temperature: 1.0,
             temperature_plies: 20,
-            late_temperature: 1.0,
+            late_temperature: 0.5,
             root_policy_temperature: 1.0,
             dirichlet_alpha: 0.25,
             dirichlet_fraction: 0.25,
-            policy_target: PolicyTarget::Visits,
+            policy_target: PolicyTarget::QSoftmax,
             // Self-play searches for mates as far as evaluation searches do.
             mate_moves: SearchConfig::default().mate_moves,
-            material_adjudication: 0,
-            repeater_loses: false,
+            // A minor piece, or a rook: one or two pawns ahead at the cap is noise, not a win.
+            material_adjudication: 3,
+            repeater_loses: true,
             resign: true,
             resign_threshold: -0.9,
             resign_consecutive: 3,
@@ -192,7 +195,8 @@ impl PlaySettings {
     /// self-play adjudications, the natural move limit of the ruleset, the length cap.
     ///
     /// ```
-    /// let config = xqz_mcts::PlaySettings { max_plies: 200, ..Default::default() }.game_config();
+    /// let settings = xqz_mcts::PlaySettings { max_plies: 200, material_adjudication: 0, ..Default::default() };
+    /// let config = settings.game_config();
     /// assert_eq!((config.max_plies, config.material_adjudication), (Some(200), None));
     /// ```
     pub fn game_config(&self) -> GameConfig {
@@ -282,6 +286,58 @@ impl Serialize for PolicyTarget {
 impl<'de> Deserialize<'de> for PolicyTarget {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<PolicyTarget, D::Error> {
         String::deserialize(deserializer)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// How the play settings change as a run's models get stronger: the bootstrap aids of
+/// [`PlaySettings::default`] (a short game cap with material adjudication, the repeater losing)
+/// give way to the rules alone. The coordinator applies it at each published model and keeps
+/// every resulting settings version.
+///
+/// ```
+/// use xqz_mcts::{PlaySchedule, PlaySettings};
+///
+/// let base = PlaySettings { max_plies: 80, ..Default::default() };
+/// let schedule = PlaySchedule { cap_growth: 10, cap_limit: 200 };
+/// assert_eq!(schedule.settings_for(&base, 0), base);
+/// assert_eq!(schedule.settings_for(&base, 3).max_plies, 110);
+/// // From model 12 on (80 + 120 plies), games end by the rules alone.
+/// let late = schedule.settings_for(&base, 12);
+/// assert_eq!((late.max_plies, late.material_adjudication, late.repeater_loses), (0, 0, false));
+/// # Ok::<(), xqz_mcts::SettingsError>(())
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+pub struct PlaySchedule {
+    /// Plies the self-play game cap grows by with each published model (0: it stays).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = PlaySchedule::default().cap_growth))]
+    pub cap_growth: u32,
+    /// Cap at which self-play turns to the rules alone: no cap, no material adjudication, the
+    /// rules' draws for allowed repetitions (0: never).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = PlaySchedule::default().cap_limit))]
+    pub cap_limit: u32,
+}
+
+impl Default for PlaySchedule {
+    fn default() -> PlaySchedule {
+        // With a model every 100 steps (about 5 minutes on a 2-core CPU), 80 plies grow to the
+        // rules alone in about 4 hours; games past 300 plies are rare between strong players.
+        PlaySchedule { cap_growth: 4, cap_limit: 300 }
+    }
+}
+
+impl PlaySchedule {
+    /// The settings in force once model `model_version` is published, from the run's `base`.
+    pub fn settings_for(&self, base: &PlaySettings, model_version: u64) -> PlaySettings {
+        if base.max_plies == 0 || self.cap_growth == 0 {
+            return base.clone();
+        }
+        let grown = u64::from(base.max_plies) + u64::from(self.cap_growth) * model_version;
+        if self.cap_limit > 0 && grown >= u64::from(self.cap_limit) {
+            return PlaySettings { max_plies: 0, material_adjudication: 0, repeater_loses: false, ..base.clone() };
+        }
+        PlaySettings { max_plies: u32::try_from(grown).unwrap_or(u32::MAX), ..base.clone() }
     }
 }
 

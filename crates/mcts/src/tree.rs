@@ -216,8 +216,9 @@ impl RootStats {
     }
 
     /// Gumbel MuZero's improved policy (Danihelka et al. 2022): `softmax(log prior + sigma(q))`
-    /// with `sigma(q) = (50 + max visits) * 0.1 * q` for `q` in [0, 1], where an unvisited move's
-    /// `q` is the prior-weighted mean of the visited ones. Unlike visit fractions, which with few
+    /// with `sigma(q) = (50 + max visits) * 0.1 * q`, where an unvisited move's `q` is the
+    /// prior-weighted mean of the visited ones and the completed `q`s are rescaled to [0, 1] by
+    /// their minimum and maximum. Unlike visit fractions, which with few
     /// playouts mostly echo the priors, it moves probability only as far as the search's values
     /// differ, so training on it cannot sharpen the policy by itself. `priors` are the network's,
     /// one per root move (before root noise).
@@ -254,12 +255,18 @@ impl RootStats {
         let unvisited = if mass > 0.0 { weighted / mass } else { self.value() };
         let max_visits = self.children.iter().map(|c| c.1).max().unwrap_or(0) as f32;
         let scale = (C_VISIT + max_visits) * C_SCALE;
+        let completed: Vec<f32> = self.values.iter().map(|q| q.unwrap_or(unvisited)).collect();
+        // Rescaled to [0, 1] by the lowest and highest completed value, as Gumbel MuZero does:
+        // a young network's values differ by hundredths, and unscaled they would move the
+        // target by as little, leaving it near uniform whatever the search found.
+        let (low, high) = completed.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &q| (l.min(q), h.max(q)));
+        let spread = (high - low).max(1e-6);
         let logits: Vec<f32> = priors
             .iter()
-            .zip(&self.values)
-            .map(|(&p, q)| {
+            .zip(&completed)
+            .map(|(&p, &q)| {
                 let prior = if with_prior { p.max(1e-8).ln() } else { 0.0 };
-                prior + scale * (q.unwrap_or(unvisited) + 1.0) / 2.0
+                prior + scale * (q - low) / spread
             })
             .collect();
         let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);

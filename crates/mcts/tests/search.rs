@@ -592,11 +592,12 @@ fn the_completed_q_policy_moves_prior_mass_by_the_searched_values_only() {
     };
     let policy: Vec<f32> = root.completed_q_policy(&[0.5, 0.25, 0.25]).iter().map(|e| e.1).collect();
     assert!((policy.iter().sum::<f32>() - 1.0).abs() < 1e-6);
-    // sigma scales q in [0, 1] by (50 + 3 visits) * 0.1: a is worth 5.3 / 2 more logits than b.
+    // q is rescaled to [0, 1] by the lowest and highest value (b's -0.5 and a's 0.5) and sigma
+    // scales it by (50 + 3 visits) * 0.1: a is worth 5.3 more logits than b.
     let logit = |i: usize, prior: f32| (policy[i] / prior).ln();
-    assert!((logit(0, 0.5) - logit(1, 0.25) - 5.3 / 2.0).abs() < 1e-4);
+    assert!((logit(0, 0.5) - logit(1, 0.25) - 5.3).abs() < 1e-4);
     // The unvisited move is valued at the visited moves' prior-weighted mean, (0.25 - 0.125) / 0.75.
-    assert!((logit(0, 0.5) - logit(2, 0.25) - 5.3 * (0.5 - 1.0 / 6.0) / 2.0).abs() < 1e-4);
+    assert!((logit(0, 0.5) - logit(2, 0.25) - 5.3 * (0.5 - 1.0 / 6.0)).abs() < 1e-4);
 
     // Where the search finds nothing to tell the moves apart, the target is the prior itself.
     let mut tree = Tree::new(Game::new(GameConfig::default()));
@@ -632,15 +633,16 @@ fn the_q_softmax_policy_follows_the_searched_values_whatever_the_prior_likes() {
     let priors = [0.97, 0.015, 0.015];
     let policy: Vec<f32> = root.q_softmax_policy(&priors).iter().map(|e| e.1).collect();
     assert!((policy.iter().sum::<f32>() - 1.0).abs() < 1e-6);
-    // Logits are sigma(q) alone: b is worth 5.3 / 2 more than a, and c, unvisited, sits at the
-    // prior-weighted mean of the visited values, (-0.485 + 0.0075) / 0.985.
+    // Logits are sigma(q) alone, q rescaled from [-0.5, 0.5] to [0, 1]: b is worth 5.3 more than
+    // a, and c, unvisited, sits at the prior-weighted mean of the visited values,
+    // (-0.485 + 0.0075) / 0.985.
     let logit = |i: usize| policy[i].ln();
-    assert!((logit(1) - logit(0) - 5.3 / 2.0).abs() < 1e-4);
-    assert!((logit(2) - logit(0) - 5.3 * (-0.4775 / 0.985 + 0.5) / 2.0).abs() < 1e-4);
+    assert!((logit(1) - logit(0) - 5.3).abs() < 1e-4);
+    assert!((logit(2) - logit(0) - 5.3 * (-0.4775 / 0.985 + 0.5)).abs() < 1e-4);
     assert!(policy[1] > policy[2] && policy[2] > policy[0]);
-    // The completed-Q policy of the same search still prefers a, for its prior.
+    // The completed-Q policy of the same search keeps far more of a, for its prior.
     let completed = root.completed_q_policy(&priors);
-    assert!(completed[0].1 > completed[1].1);
+    assert!(completed[0].1 > 10.0 * policy[0], "{completed:?}");
 
     // Where the search finds nothing to tell the moves apart, the target is uniform.
     let mut tree = Tree::new(Game::new(GameConfig::default()));
@@ -649,6 +651,22 @@ fn the_q_softmax_policy_follows_the_searched_values_whatever_the_prior_likes() {
     let skewed: Vec<f32> = (0..root.children.len()).map(|i| if i == 0 { 0.9 } else { 0.1 / 43.0 }).collect();
     let uniform = 1.0 / root.children.len() as f32;
     assert!(root.q_softmax_policy(&skewed).iter().all(|(_, p)| (p - uniform).abs() < 1e-6));
+}
+
+#[test]
+fn the_searched_values_are_rescaled_so_that_small_differences_still_shape_the_target() {
+    // A young network's values differ by hundredths; rescaled by their range, the best move
+    // still gets e^5.3 times the worst's weight, as it would with a range of 2.
+    let root = RootStats {
+        children: vec![(mv("h2e2"), 3, 0.5), (mv("b2e2"), 1, 0.5)],
+        values: vec![Some(0.02), Some(0.01)],
+        wdl: [0.3, 0.4, 0.3],
+        draws: vec![false; 2],
+        mates: vec![None; 2],
+        refuted: vec![false; 2],
+    };
+    let policy = root.q_softmax_policy(&[0.5, 0.5]);
+    assert!(((policy[0].1 / policy[1].1).ln() - 5.3).abs() < 1e-3, "{policy:?}");
 }
 
 #[test]

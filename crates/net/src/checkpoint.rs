@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tch::{Device, Tensor};
+use tch::{Device, Kind, Tensor};
 
 use crate::config::{ModelConfig, TrainConfig};
 use crate::encoding::ENCODING_VERSION;
@@ -259,7 +259,9 @@ fn copy_into(path: &Path, model: &str, bytes: &[u8], targets: &HashMap<String, T
             return Err(weights(format!("tensor {name:?} has shape {shape:?}, expected {:?}", target.size())));
         }
         let source = Tensor::try_from(view).map_err(|e| weights(format!("tensor {name:?}: {e}")))?;
-        if source.kind() != target.kind() {
+        // Half-precision weights (a shipped model, see [`save_half`]) widen to the network's kind.
+        let widens = source.kind() == Kind::Half && target.kind() == Kind::Float;
+        if source.kind() != target.kind() && !widens {
             return Err(weights(format!("tensor {name:?} is {:?}, expected {:?}", source.kind(), target.kind())));
         }
         let mut target = target.shallow_clone();
@@ -271,6 +273,15 @@ fn copy_into(path: &Path, model: &str, bytes: &[u8], targets: &HashMap<String, T
 /// Saves a network without optimizer state.
 pub fn save(path: &Path, net: &Network, info: CheckpointInfo) -> Result<CheckpointMeta> {
     save_with_optimizer(path, net, info, None)
+}
+
+/// Saves a network's weights in half precision, without optimizer state: half the size, for a
+/// model that is shipped rather than trained on (loading widens them back; a network's outputs
+/// move by about 1e-3).
+pub fn save_half(path: &Path, net: &Network, info: CheckpointInfo) -> Result<CheckpointMeta> {
+    let weights: BTreeMap<String, Tensor> =
+        net.var_store().variables().into_iter().map(|(name, t)| (name, t.to_kind(Kind::Half))).collect();
+    write_meta(path, net, info, write_tensors(&sibling(path, ".safetensors"), &weights)?, None)
 }
 
 /// Saves a network and, if given, optimizer buffers (named as their weights) with their settings.
@@ -288,6 +299,17 @@ pub(crate) fn save_with_optimizer(
         }
         None => None,
     };
+    write_meta(path, net, info, weights, optimizer)
+}
+
+/// Writes the metadata file that names the weights (and optimizer state) already written.
+fn write_meta(
+    path: &Path,
+    net: &Network,
+    info: CheckpointInfo,
+    weights: FileDigest,
+    optimizer: Option<OptimizerMeta>,
+) -> Result<CheckpointMeta> {
     let meta = CheckpointMeta {
         format: FORMAT_VERSION,
         model: net.config().clone(),
@@ -307,8 +329,12 @@ pub(crate) fn save_with_optimizer(
 
 /// Reads and checks a checkpoint's metadata (format, encoding, policy width), without the weights.
 pub fn read_meta(path: &Path) -> Result<CheckpointMeta> {
-    let text = fs::read_to_string(path).map_err(io(path))?;
-    let meta: CheckpointMeta = serde_json::from_str(&text)
+    check_meta(path, &fs::read_to_string(path).map_err(io(path))?)
+}
+
+/// Parses and checks metadata text read from `path`.
+fn check_meta(path: &Path, text: &str) -> Result<CheckpointMeta> {
+    let meta: CheckpointMeta = serde_json::from_str(text)
         .map_err(|e| CheckpointError::Metadata { path: path.to_path_buf(), message: e.to_string() })?;
     if meta.format != FORMAT_VERSION {
         return Err(CheckpointError::Format { path: path.to_path_buf(), found: meta.format });
@@ -338,6 +364,25 @@ pub fn load(path: &Path, device: Device, expected: Option<&ModelConfig>) -> Resu
     let bytes = read_checked(path, &meta.weights)?;
     let net = Network::new(&meta.model, device);
     copy_into(&path.with_file_name(&meta.weights.file), &meta.model.name, &bytes, &net.var_store().variables())?;
+    Ok((net, meta))
+}
+
+/// Loads a checkpoint held in memory (a model built into a binary): its metadata file's text and
+/// its weights file's bytes, checked as [`load`] checks files; `origin` names it in errors.
+pub fn load_bytes(origin: &Path, meta: &str, weights: &[u8], device: Device) -> Result<(Network, CheckpointMeta)> {
+    let meta = check_meta(origin, meta)?;
+    let found = digest(Path::new(&meta.weights.file), weights);
+    if found.sha256 != meta.weights.sha256 || found.bytes != meta.weights.bytes {
+        return Err(CheckpointError::Corrupted {
+            path: origin.to_path_buf(),
+            expected: meta.weights.sha256.clone(),
+            found: found.sha256,
+            expected_bytes: meta.weights.bytes,
+            found_bytes: found.bytes,
+        });
+    }
+    let net = Network::new(&meta.model, device);
+    copy_into(origin, &meta.model.name, weights, &net.var_store().variables())?;
     Ok((net, meta))
 }
 

@@ -57,7 +57,7 @@ pub struct TrainBatch<'a> {
 /// Mean losses of one step.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct Losses {
-    /// Policy cross-entropy.
+    /// Policy cross-entropy, averaged over the rows that have a policy target.
     pub policy: f64,
     /// Value cross-entropy.
     pub value: f64,
@@ -205,14 +205,17 @@ impl Trainer {
         let (policy_logits, value_logits) = self.net.forward_t(&x, true);
         // Finite, so that an illegal move's zero target times its log-probability stays zero.
         let policy_logits = policy_logits.f_masked_fill(&illegal, -1e9)?;
-        let cross_entropy = |logits: &Tensor, target: &Tensor| -> Result<Tensor, tch::TchError> {
-            (target * logits.f_log_softmax(-1, Kind::Float)?)
-                .f_sum_dim_intlist(1, false, Kind::Float)?
-                .f_mean(Kind::Float)?
-                .f_neg()
+        let row_cross_entropy = |logits: &Tensor, target: &Tensor| -> Result<Tensor, tch::TchError> {
+            (target * logits.f_log_softmax(-1, Kind::Float)?).f_sum_dim_intlist(1, false, Kind::Float)?.f_neg()
         };
-        let policy_loss = cross_entropy(&policy_logits, &policy_target)?;
-        let value_loss = cross_entropy(&value_logits, &value_target)?;
+        // Averaged over the rows that have a policy target only: with playout cap randomization
+        // most rows have none, and a mean over all rows would train the policy at a fraction of
+        // its rate and report a fraction of its loss.
+        let targeted = policy_target.f_sum_dim_intlist(1, false, Kind::Float)?.f_gt(0.0)?.f_to_kind(Kind::Float)?;
+        let policy_loss = (row_cross_entropy(&policy_logits, &policy_target)? * &targeted)
+            .f_sum(Kind::Float)?
+            .f_div(&targeted.f_sum(Kind::Float)?.f_clamp_min(1.0)?)?;
+        let value_loss = row_cross_entropy(&value_logits, &value_target)?.f_mean(Kind::Float)?;
         let losses = {
             let (policy, value) = (policy_loss.double_value(&[]), value_loss.double_value(&[]));
             Losses { policy, value, total: policy + value }

@@ -89,6 +89,28 @@ fn the_policy_loss_is_taken_over_the_legal_moves_only() {
 }
 
 #[test]
+fn rows_without_a_policy_target_do_not_dilute_the_policy_loss() {
+    // Playout cap randomization leaves most rows without a policy target: the loss is the mean
+    // over the rows that have one. Four copies of one row (so that batch norm sees the same
+    // statistics), with a target on all of them or on the first only, give the same loss.
+    let data = Data::new(1, 9);
+    let copies = |v: &[f32]| v.repeat(4);
+    let (inputs, legal, wdl, all) =
+        (copies(&data.inputs), copies(&data.legal), copies(&data.wdl), copies(&data.policy));
+    let mut first = all.clone();
+    first[POLICY_SIZE..].fill(0.0);
+    let loss = |policy: &[f32]| {
+        tch::manual_seed(3);
+        let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
+        trainer.step(&TrainBatch { inputs: &inputs, policy, legal: &legal, wdl: &wdl }).unwrap().policy
+    };
+    let (expected, diluted) = (loss(&all), loss(&first));
+    assert!(expected > 1.0, "a fresh network's policy loss {expected}");
+    assert!((diluted - expected).abs() < 1e-4, "{diluted} with target-less rows, {expected} without");
+    assert_eq!(loss(&vec![0.0; all.len()]), 0.0);
+}
+
+#[test]
 fn a_malformed_batch_is_refused() {
     let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
     let data = Data::new(4, 2);
@@ -139,6 +161,35 @@ fn save_then_load_gives_identical_outputs() {
     assert_eq!(outputs(&loaded, &data), outputs(trainer.network(), &data));
     // A fresh network differs, so the comparison above means something.
     assert_ne!(outputs(&Network::new(&tiny(), Device::Cpu), &data), outputs(&loaded, &data));
+}
+
+#[test]
+fn a_half_precision_copy_is_half_the_size_and_plays_the_same() {
+    let dir = tempfile::tempdir().unwrap();
+    let (full, half) = (dir.path().join("full.json"), dir.path().join("half.json"));
+    let data = Data::new(16, 6);
+    let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
+    for _ in 0..5 {
+        trainer.step(&data.batch()).unwrap();
+    }
+    let info = CheckpointInfo { model_version: 3, training_steps: 5, samples_seen: 80 };
+    let full_meta = checkpoint::save(&full, trainer.network(), info).unwrap();
+    let half_meta = checkpoint::save_half(&half, trainer.network(), info).unwrap();
+    assert!(half_meta.weights.bytes * 10 < full_meta.weights.bytes * 6, "{half_meta:?}");
+    let (loaded, meta) = checkpoint::load(&half, Device::Cpu, Some(&tiny())).unwrap();
+    assert_eq!((meta.info, meta.optimizer), (info, None));
+    let (expected, got) = (outputs(trainer.network(), &data), outputs(&loaded, &data));
+    let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 2e-2);
+    assert!(close(&expected.0, &got.0) && close(&expected.1, &got.1));
+
+    // The same checkpoint held in memory loads alike, and refuses bytes its digest does not name.
+    let text = std::fs::read_to_string(&half).unwrap();
+    let mut weights = std::fs::read(dir.path().join("half.safetensors")).unwrap();
+    let (in_memory, _) = checkpoint::load_bytes(&half, &text, &weights, Device::Cpu).unwrap();
+    assert_eq!(outputs(&in_memory, &data), got);
+    weights[100] ^= 1;
+    let error = checkpoint::load_bytes(&half, &text, &weights, Device::Cpu).unwrap_err();
+    assert!(matches!(error, CheckpointError::Corrupted { .. }), "{error}");
 }
 
 #[test]

@@ -13,6 +13,8 @@ pub mod v1 {
     tonic::include_proto!("xqz.v1");
 }
 
+pub mod codec;
+pub mod tls;
 pub mod wire;
 
 /// The encoded file descriptor set of the API, for the gRPC reflection service.

@@ -159,13 +159,19 @@ mod tests {
 
     #[test]
     fn an_older_coordinator_s_absent_fields_take_the_defaults() {
+        // The fields of the first release only: the later `optional` ones absent, and the two
+        // whose 0 means "the default" at 0.
+        let first = settings_to_wire(&PlaySettings::default(), 0);
         let old = v1::SelfPlaySettings {
-            ruleset: "chinese2011".into(),
-            max_plies: 300,
-            playouts: 200,
-            cheap_playouts: 40,
-            full_search_probability: 0.25,
-            late_temperature: 1.0,
+            ruleset: first.ruleset,
+            max_plies: first.max_plies,
+            playouts: first.playouts,
+            cheap_playouts: first.cheap_playouts,
+            full_search_probability: first.full_search_probability,
+            late_temperature: first.late_temperature,
+            material_adjudication: first.material_adjudication,
+            repeater_loses: first.repeater_loses,
+            policy_target: first.policy_target,
             ..Default::default()
         };
         let (settings, version) = settings_from_wire(&old).unwrap();

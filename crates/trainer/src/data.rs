@@ -61,9 +61,30 @@ pub struct Targets {
     /// the material term keeps more material better (KataGo adds a score utility to its
     /// win rate for the same reason).
     pub material_share: f32,
+    /// Training samples over which [`Targets::material_share`] fades linearly to 0 (0: it does
+    /// not fade): the knowledge put in bootstraps a young network, and a long run ends as pure
+    /// self-play.
+    pub material_fade: u64,
 }
 
 impl Targets {
+    /// The targets after `samples_seen` training samples: the material share faded.
+    ///
+    /// ```
+    /// let targets = xqz_trainer::Targets { material_share: 0.5, material_fade: 1000, ..Default::default() };
+    /// assert_eq!(targets.at(0).material_share, 0.5);
+    /// assert_eq!(targets.at(500).material_share, 0.25);
+    /// assert_eq!(targets.at(5000).material_share, 0.0);
+    /// ```
+    pub fn at(&self, samples_seen: u64) -> Targets {
+        let left = if self.material_fade == 0 {
+            1.0
+        } else {
+            1.0 - (samples_seen as f64 / self.material_fade as f64).min(1.0)
+        };
+        Targets { material_share: self.material_share * left as f32, ..*self }
+    }
+
     /// The game result's share of the value target for a position `plies_to_end` from the end.
     pub fn result_share(&self, plies_to_end: f32) -> f32 {
         let fade = if self.result_horizon > 0.0 { (-plies_to_end / self.result_horizon).exp() } else { 1.0 };

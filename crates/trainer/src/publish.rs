@@ -3,6 +3,8 @@
 use std::path::Path;
 
 use tonic::metadata::MetadataValue;
+use tonic::transport::Endpoint;
+use xqz_proto::tls::ClientTls;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::publish_model_chunk::Part;
 use xqz_proto::v1::{PublishHeader, PublishModelChunk};
@@ -12,9 +14,10 @@ use crate::run::Publisher;
 /// Bytes per uploaded chunk.
 const CHUNK: usize = 1 << 20;
 
-/// Publishes to a coordinator at `url` (`http://HOST:PORT`) with an optional bearer token.
+/// Publishes to a coordinator at `url` (`http://HOST:PORT`, or `https://` with TLS settings)
+/// with an optional bearer token.
 pub struct GrpcPublisher {
-    url: String,
+    endpoint: Endpoint,
     token: Option<String>,
     name: String,
     runtime: tokio::runtime::Runtime,
@@ -22,9 +25,16 @@ pub struct GrpcPublisher {
 
 impl GrpcPublisher {
     /// A publisher that names itself `name` to the coordinator.
-    pub fn new(url: &str, token: Option<String>, name: &str) -> std::io::Result<GrpcPublisher> {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-        Ok(GrpcPublisher { url: url.to_string(), token, name: name.to_string(), runtime })
+    pub fn new(
+        url: &str,
+        tls: Option<&ClientTls>,
+        token: Option<String>,
+        name: &str,
+    ) -> Result<GrpcPublisher, PublishError> {
+        let endpoint = xqz_proto::tls::endpoint(url, tls)?;
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(PublishError::Runtime)?;
+        Ok(GrpcPublisher { endpoint, token, name: name.to_string(), runtime })
     }
 }
 
@@ -45,6 +55,12 @@ pub enum PublishError {
     /// The token cannot be sent as metadata.
     #[error("the token must be printable ASCII")]
     Token,
+    /// The coordinator's address or the TLS settings cannot be used.
+    #[error(transparent)]
+    Endpoint(#[from] xqz_proto::tls::EndpointError),
+    /// The publisher's runtime cannot start.
+    #[error("starting the publisher's runtime: {0}")]
+    Runtime(std::io::Error),
     /// The coordinator cannot be reached.
     #[error("connecting to the coordinator: {0}")]
     Connect(#[from] tonic::transport::Error),
@@ -63,9 +79,9 @@ impl Publisher for GrpcPublisher {
             part: Some(Part::Header(PublishHeader { metadata_json: meta_json, publisher: self.name.clone() })),
         }];
         chunks.extend(weights.chunks(CHUNK).map(|c| PublishModelChunk { part: Some(Part::Data(c.to_vec())) }));
-        let (url, token) = (self.url.clone(), self.token.clone());
+        let (endpoint, token) = (self.endpoint.clone(), self.token.clone());
         self.runtime.block_on(async move {
-            let mut client = CoordinatorClient::connect(url).await?;
+            let mut client = CoordinatorClient::new(endpoint.connect().await?);
             let mut request = tonic::Request::new(tokio_stream::iter(chunks));
             if let Some(token) = token {
                 let value: MetadataValue<_> = format!("Bearer {token}").parse().map_err(|_| PublishError::Token)?;

@@ -204,7 +204,8 @@ pub fn train(
             let step = trainer.info().training_steps;
             let lr = learning_rate(&config.lr_schedule, step, config.optimizer.learning_rate);
             trainer.set_learning_rate(lr);
-            let losses = trainer.step(&TrainingData::from_replay(&batch, config.targets)?.batch())?;
+            let targets = config.targets.at(trainer.info().samples_seen);
+            let losses = trainer.step(&TrainingData::from_replay(&batch, targets)?.batch())?;
             let info = trainer.info();
             let step = info.training_steps;
             if step % config.publish_every.max(1) == 0 || step % config.checkpoint_every.max(1) == 0 {

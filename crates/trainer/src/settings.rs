@@ -56,6 +56,13 @@ pub struct TrainSettings {
     /// in, not learnt: it keeps more material better where won games' results saturate).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().material_target))]
     pub material_target: f32,
+    /// Training samples over which --material-target fades linearly to 0 (0: it does not fade).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().material_fade))]
+    pub material_fade: u64,
+    /// Samples the replay window keeps in full before it grows more slowly than the data
+    /// (KataGo's c; past it the window grows as c * (1 + 0.4 * ((n / c)^0.75 - 1) / 0.75)).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().window))]
+    pub window: u64,
     /// Plies over which the game result's share of the value target fades, the search's root
     /// estimate taking the rest (0: the share does not fade).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().result_horizon))]
@@ -82,14 +89,16 @@ impl Default for TrainSettings {
             lr_schedule: "0:0.02,20000:0.006,60000:0.002".into(),
             momentum: 0.9,
             weight_decay: 1e-4,
-            samples_per_sample: 4.0,
+            samples_per_sample: 2.0,
             value_q_ratio: 0.0,
-            policy_smoothing: 0.0,
-            material_target: 0.0,
+            policy_smoothing: 0.1,
+            material_target: 0.5,
+            material_fade: 2_000_000,
+            window: 25_000,
             result_horizon: 0.0,
             min_samples: 4096,
             checkpoint_every: 100,
-            publish_every: 200,
+            publish_every: 100,
             seed: 0,
         }
     }
@@ -155,6 +164,7 @@ impl TrainSettings {
             self.result_horizon,
             "a number of plies, 0 or more",
         )?;
+        check(self.window >= 1, "window", self.window, "1 or more")?;
         check(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "1 or more")?;
         check(self.publish_every >= 1, "publish_every", self.publish_every, "1 or more")?;
         Ok((schedule, ModelConfig::resolve(&self.model)?))
@@ -205,13 +215,14 @@ impl TrainSettings {
             },
             lr_schedule,
             batch_size: self.batch_size,
-            window: WindowSize::Growing(GrowingWindow::default()),
+            window: WindowSize::Growing(GrowingWindow { c: self.window as f64, ..GrowingWindow::default() }),
             samples_per_new_sample: self.samples_per_sample,
             targets: Targets {
                 value_q_ratio: self.value_q_ratio,
                 policy_smoothing: self.policy_smoothing,
                 result_horizon: self.result_horizon,
                 material_share: self.material_target,
+                material_fade: self.material_fade,
             },
             min_samples: self.min_samples,
             checkpoint_every: self.checkpoint_every,
@@ -241,6 +252,7 @@ mod tests {
             ("material_target", TrainSettings { material_target: 1.5, ..Default::default() }),
             ("result_horizon", TrainSettings { result_horizon: f32::NAN, ..Default::default() }),
             ("publish_every", TrainSettings { publish_every: 0, ..Default::default() }),
+            ("window", TrainSettings { window: 0, ..Default::default() }),
             ("model", TrainSettings { model: "huge".into(), ..Default::default() }),
         ];
         for (field, settings) in bad {

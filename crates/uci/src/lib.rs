@@ -138,6 +138,9 @@ enum Refusal {
         /// The value given.
         value: String,
     },
+    /// A `UCI_Variant` other than the one this engine plays.
+    #[error("UCI_Variant {0:?} is not played here (only xiangqi)")]
+    Variant(String),
     /// A check option's value that is not `true` or `false`.
     #[error("option {name} is true or false, not {value:?}")]
     Check {
@@ -313,6 +316,9 @@ impl Engine {
             "batchsize" => options.batch_size = number(1, 1024)?,
             "multipv" => options.multipv = number(1, 500)?,
             "move overhead" => options.move_overhead = number(0, 60_000)?,
+            // Xiangqi GUIs that drive variant engines announce the variant; there is one here.
+            "uci_variant" if value.eq_ignore_ascii_case(VARIANT) => {}
+            "uci_variant" => return Err(Refusal::Variant(value.to_string())),
             "uci_showwdl" => {
                 options.show_wdl = match value {
                     "true" => true,
@@ -535,6 +541,9 @@ fn time_budget(limits: &Go, side: usize, overhead: u32) -> Option<Duration> {
     Some(Duration::from_millis(millis.max(1)))
 }
 
+/// The one variant this engine plays, as `UCI_Variant` names it (Fairy-Stockfish's name).
+const VARIANT: &str = "xiangqi";
+
 /// The options of the `uci` reply, with `options` as defaults.
 fn option_specs(options: &Options) -> Vec<OptionSpec> {
     let spin = |name: &str, default: u32, min: u32, max: u32| OptionSpec {
@@ -546,6 +555,10 @@ fn option_specs(options: &Options) -> Vec<OptionSpec> {
         kind: OptionKind::String { default: default.to_string() },
     };
     vec![
+        OptionSpec {
+            name: "UCI_Variant".to_string(),
+            kind: OptionKind::Combo { default: VARIANT.to_string(), vars: vec![VARIANT.to_string()] },
+        },
         // `<empty>` is how UCI engines write an empty string default.
         string("ModelFile", if options.model.is_empty() { "<empty>" } else { &options.model }),
         string("Device", &options.device),

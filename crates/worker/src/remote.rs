@@ -34,7 +34,7 @@ use tokio::sync::mpsc;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 use tonic::{Code, Status};
 use xqz_mcts::{EvalError, Evaluator, LiveConfig, PlaySettings, SelfPlayConfig, self_play_live};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
@@ -60,6 +60,8 @@ pub struct RemoteConfig {
     pub coordinator: String,
     /// Bearer token sent with every call.
     pub token: Option<String>,
+    /// TLS settings, for an `https://` coordinator.
+    pub tls: Option<xqz_proto::tls::ClientTls>,
     /// The worker's folder: `spool/`, `rejected/` and `models/` live here.
     pub dir: PathBuf,
     /// The name the worker registers under.
@@ -105,14 +107,9 @@ pub struct InstallError {
 /// Why a worker stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
-    /// The coordinator URL is not valid.
-    #[error("coordinator address {address:?}: {source}")]
-    Address {
-        /// The URL.
-        address: String,
-        /// Why.
-        source: tonic::transport::Error,
-    },
+    /// The coordinator's address or the TLS settings cannot be used.
+    #[error(transparent)]
+    Endpoint(#[from] xqz_proto::tls::EndpointError),
     /// The token cannot be sent as metadata.
     #[error("the token must be printable ASCII")]
     Token,
@@ -217,9 +214,8 @@ pub struct Session {
 impl Session {
     /// Connects and registers, retrying while the coordinator is unreachable.
     pub async fn connect(config: RemoteConfig) -> Result<Session, RemoteError> {
-        let endpoint = Endpoint::from_shared(config.coordinator.clone())
-            .map_err(|source| RemoteError::Address { address: config.coordinator.clone(), source })?
-            .connect_timeout(Duration::from_secs(5));
+        let endpoint =
+            xqz_proto::tls::endpoint(&config.coordinator, config.tls.as_ref())?.connect_timeout(Duration::from_secs(5));
         let token = match &config.token {
             Some(token) => Some(format!("Bearer {token}").parse().map_err(|_| RemoteError::Token)?),
             None => None,

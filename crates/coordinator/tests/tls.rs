@@ -1,0 +1,161 @@
+//! The coordinator over TLS, with certificates made by OpenSSL's command line (a tool we did not
+//! write): a client that trusts its CA is served; a plain-text client and one that trusts another
+//! CA are not; with a client CA, only clients with a certificate it signed are served.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tokio::sync::oneshot;
+use tonic::transport::Channel;
+use xqz_coordinator::{CoordinatorConfig, Running, ServerTls, serve};
+use xqz_proto::tls::{ClientTls, endpoint};
+use xqz_proto::v1::GetStatsRequest;
+use xqz_proto::v1::coordinator_client::CoordinatorClient;
+
+/// Runs `openssl` with `args` in `dir`.
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl runs");
+    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A CA named `name` in `dir` (`name.pem`, `name.key`).
+fn ca(dir: &Path, name: &str) {
+    let (pem, key) = (format!("{name}.pem"), format!("{name}.key"));
+    let subject = format!("/CN={name}");
+    openssl(
+        dir,
+        &[
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-days",
+            "2",
+            "-keyout",
+            &key,
+            "-out",
+            &pem,
+            "-subj",
+            &subject,
+        ],
+    );
+}
+
+/// A certificate `name` for 127.0.0.1 signed by the CA `by`.
+fn leaf(dir: &Path, name: &str, by: &str) {
+    let (pem, key, csr, ext) =
+        (format!("{name}.pem"), format!("{name}.key"), format!("{name}.csr"), format!("{name}.ext"));
+    std::fs::write(dir.join(&ext), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
+    let subject = format!("/CN={name}");
+    openssl(
+        dir,
+        &[
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            &key,
+            "-out",
+            &csr,
+            "-subj",
+            &subject,
+        ],
+    );
+    let (ca_pem, ca_key) = (format!("{by}.pem"), format!("{by}.key"));
+    openssl(
+        dir,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            &ca_pem,
+            "-CAkey",
+            &ca_key,
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            &pem,
+            "-extfile",
+            &ext,
+        ],
+    );
+}
+
+fn read(dir: &Path, file: &str) -> Vec<u8> {
+    std::fs::read(dir.join(file)).unwrap()
+}
+
+struct Server {
+    running: Running,
+    stop: oneshot::Sender<()>,
+}
+
+async fn start(data: PathBuf, tls: ServerTls) -> Server {
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data);
+    config.tls = Some(tls);
+    let (stop, rx) = oneshot::channel::<()>();
+    Server { running: serve(config, async move { drop(rx.await) }).await.unwrap(), stop }
+}
+
+/// Whether a client at `address` with `tls` gets the coordinator's stats.
+async fn served(address: &str, tls: Option<&ClientTls>) -> bool {
+    let Ok(channel): Result<Channel, _> = endpoint(address, tls).unwrap().connect().await else { return false };
+    CoordinatorClient::new(channel).get_stats(GetStatsRequest {}).await.is_ok()
+}
+
+#[tokio::test]
+async fn clients_that_trust_the_coordinator_s_ca_are_served_over_tls() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path();
+    ca(certs, "ca");
+    ca(certs, "other-ca");
+    leaf(certs, "server", "ca");
+    let tls =
+        ServerTls { cert_pem: read(certs, "server.pem"), key_pem: read(certs, "server.key"), client_ca_pem: None };
+    let server = start(certs.join("data"), tls).await;
+    let port = server.running.addr().port();
+    let https = format!("https://127.0.0.1:{port}");
+    let trusting = ClientTls { ca_pem: read(certs, "ca.pem"), identity: None };
+    assert!(served(&https, Some(&trusting)).await, "a client that trusts the CA is served");
+    let doubting = ClientTls { ca_pem: read(certs, "other-ca.pem"), identity: None };
+    assert!(!served(&https, Some(&doubting)).await, "a client that trusts another CA is not");
+    assert!(!served(&format!("http://127.0.0.1:{port}"), None).await, "plain text is not served");
+    server.stop.send(()).unwrap();
+    server.running.wait().await.unwrap();
+}
+
+#[tokio::test]
+async fn with_a_client_ca_only_clients_it_signed_are_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let certs = dir.path();
+    ca(certs, "ca");
+    ca(certs, "other-ca");
+    leaf(certs, "server", "ca");
+    leaf(certs, "worker", "ca");
+    leaf(certs, "intruder", "other-ca");
+    let tls = ServerTls {
+        cert_pem: read(certs, "server.pem"),
+        key_pem: read(certs, "server.key"),
+        client_ca_pem: Some(read(certs, "ca.pem")),
+    };
+    let server = start(certs.join("data"), tls).await;
+    let https = format!("https://127.0.0.1:{}", server.running.addr().port());
+    let client = |name: Option<&str>| ClientTls {
+        ca_pem: read(certs, "ca.pem"),
+        identity: name.map(|n| (read(certs, &format!("{n}.pem")), read(certs, &format!("{n}.key")))),
+    };
+    assert!(served(&https, Some(&client(Some("worker")))).await, "a client the CA signed is served");
+    assert!(!served(&https, Some(&client(Some("intruder")))).await, "one another CA signed is not");
+    assert!(!served(&https, Some(&client(None))).await, "nor one without a certificate");
+    server.stop.send(()).unwrap();
+    server.running.wait().await.unwrap();
+}
