@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_ingest;
+mod book;
 mod coordinator;
 mod data;
 mod eval;
@@ -94,6 +95,11 @@ enum Command {
     },
     /// Play as a UCI engine on stdin/stdout (the Pikafish dialect), with a checkpoint.
     Uci(uci::UciArgs),
+    /// Opening books: build one from datasets, probe a position.
+    Book {
+        #[command(subcommand)]
+        command: book::BookCommand,
+    },
     /// Benchmarks that print numbers (the network; more in `cargo bench` and `scripts/bench*`).
     Bench {
         #[command(subcommand)]
@@ -137,6 +143,7 @@ fn run(command: Command, given: &ArgMatches) -> Result<()> {
             Ok(())
         }
         Command::Data { command } => data::run(command),
+        Command::Book { command } => book::run(command),
         Command::Bench { command } => bench::run(command),
         Command::Selfplay(args) => selfplay::run(&args),
         Command::Coordinator(args) => coordinator::run(&args, given),
