@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rusqlite::config::DbConfig;
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use xiangqi::{Move, Position};
 
@@ -106,6 +107,13 @@ impl Book {
                 schema::VERSION
             )));
         }
+        // Probes are many small look-ups: the file is mapped rather than read page by page, one
+        // read transaction stays open (no file lock per probe; books are replaced by rename, never
+        // written in place), and the planner keeps its plan for every key (SQLite built with STAT4
+        // otherwise re-prepares the statement whenever a new key is bound).
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+            .and_then(|_| conn.execute_batch("PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -65536; BEGIN;"))
+            .map_err(|source| BookError::Sqlite { path: path.clone(), source })?;
         Ok(Book { path, conn, key })
     }
 

@@ -290,7 +290,10 @@ impl BookBuilder {
 
     fn write_tables(&self, conn: &mut Connection) -> rusqlite::Result<BuildSummary> {
         // The file is renamed into place only once complete: no journal is needed.
-        conn.execute_batch("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF;")?;
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; \
+             PRAGMA temp_store = MEMORY;",
+        )?;
         let tx = conn.transaction()?;
         tx.execute_batch(schema::CREATE)?;
         let mut summary = BuildSummary { games: self.games, plies: self.plies, ..BuildSummary::default() };

@@ -1,7 +1,7 @@
 //! The book frame: a position and its left-right mirror are one entry, stored as the smaller.
 
-use xiangqi::{Color, Move, Position};
-use xqz_dataset::{decode_board, encode_board, mirror_board};
+use xiangqi::{Color, Move, Piece, Position, Setup};
+use xqz_dataset::{encode_board, mirror_board};
 
 /// How positions are keyed: the 64-bit hash of the canonical position.
 pub(crate) type KeyFn = fn(&Position) -> u64;
@@ -53,7 +53,10 @@ impl Canonical {
 
     /// The FEN of the book-frame position, counters reset (`... w - - 0 1`).
     pub fn fen(&self) -> String {
-        decode_board(&self.board, self.turn).expect("a canonical board is a legal position").to_string()
+        // Written from the board as it stands: it came from a legal position, so the checks of
+        // `Position::from_setup` would only cost time on every probe.
+        let board = self.board.map(|code| code.checked_sub(1).and_then(|i| Piece::from_index(usize::from(i))));
+        Setup { board, turn: self.turn, halfmove_clock: 0, fullmoves: 1 }.to_string()
     }
 }
 
