@@ -8,11 +8,12 @@
 //! - build: positions/s for the whole `xqz book build` path: reading the dataset, counting, and
 //!   writing the SQLite file in one transaction;
 //! - probe: look-ups/s of `Book::probe` over positions taken from the games, half of them
-//!   mirrored, plus misses.
+//!   mirrored, in random order.
 
 use std::time::Instant;
 
 use rand::SeedableRng;
+use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
 use xiangqi::Position;
 use xqz_book::{Book, BookBuilder, BuildConfig};
@@ -78,6 +79,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             probes.push(if i % 2 == 0 { pos.mirror() } else { pos.clone() });
         }
     }
+    // In random order: positions of one game lie side by side in the file, which would flatter
+    // the page cache.
+    probes.shuffle(&mut rng);
     let book = Book::open(&book_path)?;
     let t = Instant::now();
     let mut found = 0usize;
