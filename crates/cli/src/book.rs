@@ -1,5 +1,7 @@
 //! `xqz book`: build opening books from datasets and probe them.
 
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -93,15 +95,17 @@ fn probe(path: &std::path::Path, fen: Option<&str>, moves: Option<&str>, json: b
         eprintln!("not in the book: {pos}");
         return Ok(());
     };
+    let mut out = String::new();
     if !json {
         match (&entry.ecco, &entry.opening) {
-            (Some(code), Some(name)) => println!("opening: {code} {name}"),
-            _ => println!("opening: unnamed"),
+            (Some(code), Some(name)) => writeln!(out, "opening: {code} {name}")?,
+            _ => writeln!(out, "opening: unnamed")?,
         }
-        println!(
+        writeln!(
+            out,
             "{:<6} {:<10} {:>8} {:>20} {:>7} {:>9} {:>8}",
             "move", "chinese", "games", "W/D/L", "score", "avg len", "min ply"
-        );
+        )?;
     }
     for m in &entry.moves {
         let chinese = Chinese::from_move(&pos, m.mv).map(|c| c.to_string()).unwrap_or_default();
@@ -122,9 +126,10 @@ fn probe(path: &std::path::Path, fen: Option<&str>, moves: Option<&str>, json: b
                 "ecco": entry.ecco,
                 "opening": entry.opening,
             });
-            println!("{line}");
+            writeln!(out, "{line}")?;
         } else {
-            println!(
+            writeln!(
+                out,
                 "{:<6} {:<10} {:>8} {:>20} {:>6.1}% {:>9.1} {:>8}",
                 m.mv.to_string(),
                 chinese,
@@ -133,8 +138,17 @@ fn probe(path: &std::path::Path, fen: Option<&str>, moves: Option<&str>, json: b
                 100.0 * m.score(),
                 m.avg_plies,
                 m.min_ply
-            );
+            )?;
         }
     }
-    Ok(())
+    emit(&out)
+}
+
+/// Writes to stdout; a reader that stops early (`xqz book probe ... | head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        result => result.context("writing to stdout"),
+    }
 }
