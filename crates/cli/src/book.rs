@@ -130,9 +130,9 @@ fn probe(path: &std::path::Path, fen: Option<&str>, moves: Option<&str>, json: b
         } else {
             writeln!(
                 out,
-                "{:<6} {:<10} {:>8} {:>20} {:>6.1}% {:>9.1} {:>8}",
+                "{:<6} {} {:>8} {:>20} {:>6.1}% {:>9.1} {:>8}",
                 m.mv.to_string(),
-                chinese,
+                pad(&chinese, 10),
                 m.games,
                 format!("{}/{}/{}", m.wins, m.draws, m.losses),
                 100.0 * m.score(),
@@ -142,6 +142,12 @@ fn probe(path: &std::path::Path, fen: Option<&str>, moves: Option<&str>, json: b
         }
     }
     emit(&out)
+}
+
+/// `text` padded to `width` terminal columns; Chinese characters take two.
+fn pad(text: &str, width: usize) -> String {
+    let used: usize = text.chars().map(|c| if c.is_ascii() { 1 } else { 2 }).sum();
+    format!("{text}{}", " ".repeat(width.saturating_sub(used)))
 }
 
 /// Writes to stdout; a reader that stops early (`xqz book probe ... | head`) is not an error.
