@@ -2,6 +2,7 @@
 
 mod bench;
 mod bench_ingest;
+mod book;
 mod coordinator;
 mod data;
 mod eval;
@@ -96,6 +97,11 @@ enum Command {
     Uci(uci::UciArgs),
     /// Copy a checkpoint's network for shipping: weights only, in half precision.
     Export(model::ExportArgs),
+    /// Opening books: build one from datasets, probe a position.
+    Book {
+        #[command(subcommand)]
+        command: book::BookCommand,
+    },
     /// Benchmarks that print numbers (the network; more in `cargo bench` and `scripts/bench*`).
     Bench {
         #[command(subcommand)]
@@ -142,6 +148,7 @@ fn run(command: Command, given: &ArgMatches) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Data { command } => done(data::run(command)),
+        Command::Book { command } => done(book::run(command)),
         Command::Bench { command } => done(bench::run(command)),
         Command::Selfplay(args) => done(selfplay::run(&args)),
         Command::Coordinator(args) => done(coordinator::run(&args, given)),

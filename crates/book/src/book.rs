@@ -1,0 +1,188 @@
+//! Reading a book: the moves of a position, found from either mirror side.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::config::DbConfig;
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use xiangqi::{Move, Position};
+
+use crate::canon::{Canonical, KeyFn, zobrist};
+use crate::error::{BookError, Result};
+use crate::schema;
+
+/// A book move's counts, in the frame of the probed position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BookMove {
+    /// The move, legal in the probed position.
+    pub mv: Move,
+    /// Games that played it here.
+    pub games: u64,
+    /// Of those, won by the side to move.
+    pub wins: u64,
+    /// Drawn.
+    pub draws: u64,
+    /// Lost by the side to move.
+    pub losses: u64,
+    /// The mean length in plies of those games.
+    pub avg_plies: f64,
+    /// The earliest ply at which it was played here.
+    pub min_ply: u32,
+    /// A searched value for the side to move, when a search has filled it.
+    pub value: Option<f64>,
+    /// The visits behind `value`.
+    pub visits: Option<u64>,
+    /// A network prior, when one was filled.
+    pub prior: Option<f64>,
+}
+
+impl BookMove {
+    /// The side to move's score: (wins + draws / 2) / games.
+    pub fn score(&self) -> f64 {
+        (self.wins as f64 + self.draws as f64 / 2.0) / self.games as f64
+    }
+}
+
+/// What the book knows of a position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Entry {
+    /// The position as stored (the book frame, counters reset).
+    pub fen: String,
+    /// The ECCO code of the opening line that reaches it, if named.
+    pub ecco: Option<String>,
+    /// The opening's Chinese name.
+    pub opening: Option<String>,
+    /// Its moves, most played first.
+    pub moves: Vec<BookMove>,
+}
+
+/// A book file opened for reading.
+///
+/// ```no_run
+/// let book = xqz_book::Book::open("book.sqlite")?;
+/// if let Some(entry) = book.probe(&xiangqi::Position::startpos())? {
+///     for m in &entry.moves {
+///         println!("{} {} games, score {:.2}", m.mv, m.games, m.score());
+///     }
+/// }
+/// # Ok::<(), xqz_book::BookError>(())
+/// ```
+pub struct Book {
+    path: PathBuf,
+    conn: Connection,
+    key: KeyFn,
+}
+
+const PROBE: &str = "SELECT p.fen, p.ecco, p.opening, m.move, m.games, m.wins, m.draws, m.losses, m.avg_plies, \
+m.min_ply, m.value, m.visits, m.prior FROM positions p JOIN moves m ON m.position_id = p.id WHERE p.key = ?1";
+
+impl Book {
+    /// Opens a book read-only and checks its format and schema version.
+    pub fn open(path: impl AsRef<Path>) -> Result<Book> {
+        Book::open_with_key(path.as_ref(), zobrist)
+    }
+
+    /// Opens a book whose positions were keyed with `key` (tests force collisions with it).
+    pub(crate) fn open_with_key(path: &Path, key: KeyFn) -> Result<Book> {
+        let path = path.to_path_buf();
+        if let Err(source) = std::fs::metadata(&path) {
+            return Err(BookError::Io { path, source });
+        }
+        let not_a_book = |message: String| BookError::NotABook { path: path.clone(), message };
+        let conn =
+            Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+                .map_err(|source| BookError::Sqlite { path: path.clone(), source })?;
+        let meta = |name: &str| -> Result<Option<String>> {
+            conn.query_row("SELECT value FROM meta WHERE key = ?1", [name], |row| row.get(0))
+                .optional()
+                .map_err(|e| not_a_book(format!("no readable meta table ({e})")))
+        };
+        if meta("format")?.as_deref() != Some(schema::FORMAT) {
+            return Err(not_a_book(format!("meta.format is not {:?}", schema::FORMAT)));
+        }
+        let version = meta("schema_version")?;
+        if version.as_deref() != Some(schema::VERSION.to_string().as_str()) {
+            return Err(not_a_book(format!(
+                "schema version {} (this build reads {})",
+                version.as_deref().unwrap_or("none"),
+                schema::VERSION
+            )));
+        }
+        // Probes are many small look-ups: the file is mapped rather than read page by page, one
+        // read transaction stays open (no file lock per probe; books are replaced by rename, never
+        // written in place), and the planner keeps its plan for every key (SQLite built with STAT4
+        // otherwise re-prepares the statement whenever a new key is bound).
+        conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
+            .and_then(|_| conn.execute_batch("PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -65536; BEGIN;"))
+            .map_err(|source| BookError::Sqlite { path: path.clone(), source })?;
+        Ok(Book { path, conn, key })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A `meta` value (`games`, `max_ply`, ...).
+    pub fn meta(&self, name: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row("SELECT value FROM meta WHERE key = ?1", [name], |row| row.get(0))
+            .optional()
+            .map_err(|source| self.sqlite(source))
+    }
+
+    fn sqlite(&self, source: rusqlite::Error) -> BookError {
+        BookError::Sqlite { path: self.path.clone(), source }
+    }
+
+    /// The book's entry for `pos` or for its mirror image, with moves in `pos`'s frame.
+    pub fn probe(&self, pos: &Position) -> Result<Option<Entry>> {
+        let canonical = Canonical::of(pos);
+        let key = if canonical.mirrored { (self.key)(&pos.mirror()) } else { (self.key)(pos) };
+        let fen = canonical.fen();
+        let mut statement = self.conn.prepare_cached(PROBE).map_err(|e| self.sqlite(e))?;
+        let mut rows = statement.query([key as i64]).map_err(|e| self.sqlite(e))?;
+        let mut entry: Option<Entry> = None;
+        while let Some(row) = rows.next().map_err(|e| self.sqlite(e))? {
+            // The key only narrows the search: the stored position confirms it.
+            let stored: String = row.get(0).map_err(|e| self.sqlite(e))?;
+            if stored != fen {
+                continue;
+            }
+            let text: String = row.get(3).map_err(|e| self.sqlite(e))?;
+            let mv: Move = text
+                .parse()
+                .map_err(|_| BookError::NotABook { path: self.path.clone(), message: format!("bad move {text:?}") })?;
+            let get_u64 = |i| row.get::<_, i64>(i).map(|n| n as u64);
+            let book_move = (|| {
+                Ok::<_, rusqlite::Error>(BookMove {
+                    mv: canonical.move_from_book(mv),
+                    games: get_u64(4)?,
+                    wins: get_u64(5)?,
+                    draws: get_u64(6)?,
+                    losses: get_u64(7)?,
+                    avg_plies: row.get(8)?,
+                    min_ply: row.get(9)?,
+                    value: row.get(10)?,
+                    visits: row.get::<_, Option<i64>>(11)?.map(|n| n as u64),
+                    prior: row.get(12)?,
+                })
+            })()
+            .map_err(|e| self.sqlite(e))?;
+            match entry.as_mut() {
+                Some(entry) => entry.moves.push(book_move),
+                None => {
+                    entry = Some(Entry {
+                        fen: stored,
+                        ecco: row.get(1).map_err(|e| self.sqlite(e))?,
+                        opening: row.get(2).map_err(|e| self.sqlite(e))?,
+                        moves: vec![book_move],
+                    })
+                }
+            }
+        }
+        if let Some(entry) = entry.as_mut() {
+            entry.moves.sort_by(|a, b| b.games.cmp(&a.games).then(a.mv.to_u16().cmp(&b.mv.to_u16())));
+        }
+        Ok(entry)
+    }
+}

@@ -1,0 +1,408 @@
+//! Building a book: games counted in memory, then written to SQLite in one transaction.
+
+use std::collections::HashMap;
+use std::fs;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, params};
+use xiangqi::{Color, Move, Position};
+use xqz_dataset::manifest::MANIFEST_FILE;
+use xqz_dataset::{Dataset, GameRecord, encode_board};
+
+use crate::canon::{Canonical, KeyFn, zobrist};
+use crate::ecco::{Classifier, OPENINGS};
+use crate::error::{BookError, Result};
+use crate::schema;
+
+/// What goes into a book.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BuildConfig {
+    /// Only the first `max_ply` moves of each game are counted.
+    pub max_ply: u32,
+    /// Moves played in fewer games are left out of the file (and positions left without moves).
+    pub min_games: u32,
+}
+
+impl Default for BuildConfig {
+    fn default() -> BuildConfig {
+        BuildConfig { max_ply: 40, min_games: 1 }
+    }
+}
+
+/// What a written book holds.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuildSummary {
+    /// Games counted.
+    pub games: u64,
+    /// Positions (plies) counted, before `min_games`.
+    pub plies: u64,
+    /// Positions written.
+    pub positions: u64,
+    /// Position-move rows written.
+    pub moves: u64,
+}
+
+/// One move's counts in one position, in the book frame.
+#[derive(Clone, Debug)]
+struct Edge {
+    mv: Move,
+    games: u64,
+    wins: u64,
+    draws: u64,
+    losses: u64,
+    plies: u64,
+    min_ply: u32,
+}
+
+/// One position in the book frame.
+#[derive(Clone, Debug)]
+struct Node {
+    key: u64,
+    board: [u8; 90],
+    turn: Color,
+    /// The next node with the same key (a hash collision), or `NONE`.
+    next: u32,
+    opening: Option<u16>,
+    edges: Vec<Edge>,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// Zobrist keys are already uniform: hashing them again buys nothing.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// Counts games into positions and moves, merging transpositions and mirror images, and writes
+/// the book.
+///
+/// ```
+/// use xiangqi::game::{Game, GameConfig};
+/// use xqz_book::{Book, BookBuilder, BuildConfig};
+/// use xqz_dataset::{GameId, GameRecord};
+///
+/// let mut game = Game::new(GameConfig { max_plies: Some(2), ..Default::default() });
+/// for mv in ["h2e2", "h9g7"] {
+///     game.push_str(mv)?;
+/// }
+/// let mut builder = BookBuilder::new(BuildConfig::default());
+/// builder.add_game(&GameRecord::from_game(&game, GameId::from_u128(1))?)?;
+/// let dir = tempfile::tempdir()?;
+/// let path = dir.path().join("book.sqlite");
+/// let summary = builder.write(&path, false)?;
+/// assert_eq!((summary.positions, summary.moves), (2, 2));
+///
+/// let book = Book::open(&path)?;
+/// let entry = book.probe(&xiangqi::Position::startpos())?.unwrap();
+/// assert_eq!(entry.moves[0].mv.to_string(), "b2e2"); // h2e2's mirror, the book's frame
+/// assert_eq!(entry.moves[0].games, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct BookBuilder {
+    config: BuildConfig,
+    key: KeyFn,
+    nodes: Vec<Node>,
+    index: HashMap<u64, u32, BuildHasherDefault<KeyHasher>>,
+    games: u64,
+    plies: u64,
+    start_board: [u8; 90],
+}
+
+impl BookBuilder {
+    /// An empty builder.
+    pub fn new(config: BuildConfig) -> BookBuilder {
+        BookBuilder::with_key(config, zobrist)
+    }
+
+    /// An empty builder keying positions with `key` (tests force collisions with it).
+    pub(crate) fn with_key(config: BuildConfig, key: KeyFn) -> BookBuilder {
+        BookBuilder {
+            config,
+            key,
+            nodes: Vec::new(),
+            index: HashMap::default(),
+            games: 0,
+            plies: 0,
+            start_board: encode_board(&Position::startpos()),
+        }
+    }
+
+    /// Games counted so far.
+    pub fn games(&self) -> u64 {
+        self.games
+    }
+
+    /// Positions (plies) counted so far.
+    pub fn plies(&self) -> u64 {
+        self.plies
+    }
+
+    /// Distinct positions so far (a position and its mirror image are one).
+    pub fn positions(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Counts every game of the dataset in `dir`; returns how many.
+    pub fn add_dataset(&mut self, dir: &Path) -> Result<u64> {
+        if !dir.join(MANIFEST_FILE).is_file() {
+            return Err(BookError::NotADataset { path: dir.to_path_buf() });
+        }
+        let dataset = Dataset::open(dir)?;
+        let mut count = 0;
+        for shard in dataset.shards() {
+            for game in dataset.read_games(shard)? {
+                self.add_game(&game)?;
+                count += 1;
+            }
+        }
+        Ok(count)
+    }
+
+    /// Counts one game: each of its first `max_ply` positions with the move played there.
+    pub fn add_game(&mut self, game: &GameRecord) -> Result<()> {
+        let mut pos = game.start_position()?;
+        // The mirror is played along so that its hash is at hand when it is the book frame.
+        let mut mirror = pos.mirror();
+        let standard = pos.turn() == Color::Red && encode_board(&pos) == self.start_board;
+        let mut classifier = standard.then(Classifier::new);
+        let length = game.moves.len() as u64;
+        for (ply, &mv) in game.moves.iter().enumerate().take(self.config.max_ply as usize) {
+            if !pos.is_legal(mv) {
+                return Err(BookError::BadGame {
+                    game: game.game_id.to_string(),
+                    message: format!("illegal move {mv} at ply {ply}"),
+                });
+            }
+            let canonical = Canonical::of(&pos);
+            let key = (self.key)(if canonical.mirrored { &mirror } else { &pos });
+            let opening = classifier.as_ref().and_then(Classifier::index).map(|i| i as u16);
+            let node = self.node(key, &canonical);
+            node.opening = node.opening.max(opening);
+            let book_move = canonical.move_to_book(mv);
+            let edge = match node.edges.iter().position(|e| e.mv == book_move) {
+                Some(i) => &mut node.edges[i],
+                None => {
+                    node.edges.push(Edge {
+                        mv: book_move,
+                        games: 0,
+                        wins: 0,
+                        draws: 0,
+                        losses: 0,
+                        plies: 0,
+                        min_ply: u32::MAX,
+                    });
+                    node.edges.last_mut().expect("just pushed")
+                }
+            };
+            edge.games += 1;
+            match game.result.score_for(pos.turn()) {
+                1 => edge.wins += 1,
+                0 => edge.draws += 1,
+                _ => edge.losses += 1,
+            }
+            edge.plies += length;
+            edge.min_ply = edge.min_ply.min(ply as u32);
+            if let Some(classifier) = classifier.as_mut() {
+                classifier.push(&pos, mv);
+            }
+            pos.play_unchecked(mv);
+            mirror.play_unchecked(mv.mirror());
+            self.plies += 1;
+        }
+        self.games += 1;
+        Ok(())
+    }
+
+    /// The node of a canonical position, found by key and confirmed by the board, or a new one.
+    fn node(&mut self, key: u64, canonical: &Canonical) -> &mut Node {
+        let same = |n: &Node| n.board == canonical.board && n.turn == canonical.turn;
+        let fresh =
+            Node { key, board: canonical.board, turn: canonical.turn, next: NONE, opening: None, edges: Vec::new() };
+        let new = self.nodes.len() as u32;
+        let found = match self.index.get(&key) {
+            None => {
+                self.index.insert(key, new);
+                None
+            }
+            Some(&first) => {
+                let mut i = first;
+                loop {
+                    if same(&self.nodes[i as usize]) {
+                        break Some(i);
+                    }
+                    match self.nodes[i as usize].next {
+                        NONE => {
+                            // A collision: another position under this key; chain the new one.
+                            self.nodes[i as usize].next = new;
+                            break None;
+                        }
+                        next => i = next,
+                    }
+                }
+            }
+        };
+        let i = match found {
+            Some(i) => i,
+            None => {
+                self.nodes.push(fresh);
+                new
+            }
+        };
+        &mut self.nodes[i as usize]
+    }
+
+    /// Writes the book to `path`: refused if it exists unless `replace`. The file is written
+    /// under a temporary name and renamed into place, so a failed build leaves no partial book.
+    pub fn write(&self, path: &Path, replace: bool) -> Result<BuildSummary> {
+        if path.exists() && !replace {
+            return Err(BookError::Exists { path: path.to_path_buf() });
+        }
+        let mut tmp = path.as_os_str().to_owned();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        match fs::remove_file(&tmp) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(BookError::Io { path: tmp, source: e }),
+            _ => {}
+        }
+        let sqlite = |source| BookError::Sqlite { path: path.to_path_buf(), source };
+        let mut conn = Connection::open(&tmp).map_err(sqlite)?;
+        let summary = self.write_tables(&mut conn).map_err(sqlite)?;
+        conn.close().map_err(|(_, e)| sqlite(e))?;
+        fs::rename(&tmp, path).map_err(|source| BookError::Io { path: path.to_path_buf(), source })?;
+        Ok(summary)
+    }
+
+    fn write_tables(&self, conn: &mut Connection) -> rusqlite::Result<BuildSummary> {
+        // The file is renamed into place only once complete: no journal is needed.
+        conn.execute_batch(
+            "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144; \
+             PRAGMA temp_store = MEMORY;",
+        )?;
+        let tx = conn.transaction()?;
+        tx.execute_batch(schema::CREATE)?;
+        let mut summary = BuildSummary { games: self.games, plies: self.plies, ..BuildSummary::default() };
+        {
+            let mut meta = tx.prepare("INSERT INTO meta (key, value) VALUES (?1, ?2)")?;
+            for (key, value) in [
+                ("format", schema::FORMAT.to_string()),
+                ("schema_version", schema::VERSION.to_string()),
+                ("key", schema::KEY.to_string()),
+                ("frame", schema::FRAME.to_string()),
+                ("games", self.games.to_string()),
+                ("max_ply", self.config.max_ply.to_string()),
+                ("min_games", self.config.min_games.to_string()),
+                ("writer", format!("xqz-book {}", env!("CARGO_PKG_VERSION"))),
+            ] {
+                meta.execute(params![key, value])?;
+            }
+            let mut position = tx.prepare(
+                "INSERT INTO positions (id, key, fen, games, ecco, opening) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )?;
+            let mut row = tx.prepare(
+                "INSERT INTO moves (position_id, move, games, wins, draws, losses, avg_plies, min_ply) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            let min_games = u64::from(self.config.min_games);
+            for node in &self.nodes {
+                if !node.edges.iter().any(|e| e.games >= min_games) {
+                    continue;
+                }
+                let canonical = Canonical { board: node.board, turn: node.turn, mirrored: false, symmetric: false };
+                let games: u64 = node.edges.iter().map(|e| e.games).sum();
+                let opening = node.opening.map(|i| &OPENINGS[usize::from(i)]);
+                summary.positions += 1;
+                let id = summary.positions as i64;
+                position.execute(params![
+                    id,
+                    // SQLite integers are signed: the key is stored as its two's complement.
+                    node.key as i64,
+                    canonical.fen(),
+                    games as i64,
+                    opening.map(|o| o.code),
+                    opening.map(|o| o.name)
+                ])?;
+                for e in node.edges.iter().filter(|e| e.games >= min_games) {
+                    row.execute(params![
+                        id,
+                        e.mv.to_string(),
+                        e.games as i64,
+                        e.wins as i64,
+                        e.draws as i64,
+                        e.losses as i64,
+                        e.plies as f64 / e.games as f64,
+                        e.min_ply
+                    ])?;
+                    summary.moves += 1;
+                }
+            }
+        }
+        tx.execute_batch(schema::INDEXES)?;
+        tx.commit()?;
+        Ok(summary)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use xiangqi::game::{Game, GameConfig};
+    use xqz_dataset::GameId;
+
+    use super::*;
+    use crate::book::Book;
+
+    fn record(id: u128, moves: &str) -> GameRecord {
+        let mut game =
+            Game::new(GameConfig { max_plies: Some(moves.split_whitespace().count() as u32), ..Default::default() });
+        for mv in moves.split_whitespace() {
+            game.push_str(mv).unwrap();
+        }
+        GameRecord::from_game(&game, GameId::from_u128(id)).unwrap()
+    }
+
+    #[test]
+    fn a_hash_collision_keeps_positions_apart() {
+        // Every position under one key: only the board comparison tells them apart.
+        let colliding: KeyFn = |_| 7;
+        let mut builder = BookBuilder::with_key(BuildConfig::default(), colliding);
+        builder.add_game(&record(1, "h2e2 h9g7 h0g2")).unwrap();
+        builder.add_game(&record(2, "g3g4 c6c5")).unwrap();
+        assert_eq!(builder.positions(), 4, "the start position is shared");
+        assert_eq!(builder.index.len(), 1);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("book.sqlite");
+        builder.write(&path, false).unwrap();
+        let book = Book::open_with_key(&path, colliding).unwrap();
+        let mut pos = Position::startpos();
+        pos.play("g3g4".parse().unwrap()).unwrap();
+        let entry = book.probe(&pos).unwrap().unwrap();
+        assert_eq!(entry.moves.len(), 1);
+        assert_eq!(entry.moves[0].mv.to_string(), "c6c5");
+        pos.play("c6c5".parse().unwrap()).unwrap();
+        assert!(book.probe(&pos).unwrap().is_none(), "a position never counted is not found under the shared key");
+    }
+
+    #[test]
+    fn an_illegal_stored_move_names_the_game_and_ply() {
+        let mut bad = record(3, "h2e2 h9g7");
+        bad.moves[1] = "h2h9".parse().unwrap();
+        let err = BookBuilder::new(BuildConfig::default()).add_game(&bad).unwrap_err();
+        assert_eq!(err.to_string(), format!("game {}: illegal move h2h9 at ply 1", bad.game_id));
+    }
+}

@@ -1,0 +1,160 @@
+//! `xqz book`: build opening books from datasets and probe them.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Subcommand;
+use xiangqi::notation::Chinese;
+use xiangqi::{Position, START_FEN};
+use xqz_book::{Book, BookBuilder, BuildConfig};
+
+#[derive(Subcommand)]
+pub enum BookCommand {
+    /// Merge the stored games of dataset folders into an SQLite book (positions and the moves
+    /// played from them, W/D/L for the side to move, ECCO names). An existing book is refused
+    /// unless --force; books are rebuilt from the datasets, never merged into.
+    Build {
+        /// The book file to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// A dataset folder (repeat for several).
+        #[arg(long = "data", required = true)]
+        data: Vec<PathBuf>,
+        /// Count only each game's first P plies.
+        #[arg(long, default_value_t = BuildConfig::default().max_ply)]
+        max_ply: u32,
+        /// Leave out moves played in fewer than K games.
+        #[arg(long, default_value_t = BuildConfig::default().min_games)]
+        min_games: u32,
+        /// Replace an existing book.
+        #[arg(long)]
+        force: bool,
+    },
+    /// The book's moves for a position (found from either mirror side): games, W/D/L for the side
+    /// to move, mean game length, the move in coordinate and Chinese notation, the opening.
+    Probe {
+        /// The book file.
+        book: PathBuf,
+        /// The position in FEN.
+        #[arg(long, conflicts_with = "moves")]
+        fen: Option<String>,
+        /// Moves in coordinate notation from the start position (`"h2e2 h9g7"`).
+        #[arg(long)]
+        moves: Option<String>,
+        /// One JSON object per move, one per line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(command: BookCommand) -> Result<()> {
+    match command {
+        BookCommand::Build { out, data, max_ply, min_games, force } => {
+            build(&out, &data, BuildConfig { max_ply, min_games }, force)
+        }
+        BookCommand::Probe { book, fen, moves, json } => probe(&book, fen.as_deref(), moves.as_deref(), json),
+    }
+}
+
+fn build(out: &std::path::Path, data: &[PathBuf], config: BuildConfig, force: bool) -> Result<()> {
+    // Checked before the datasets are read, so that a refusal comes at once.
+    if out.exists() && !force {
+        bail!("{} already exists (pass --force to replace it)", out.display());
+    }
+    let start = Instant::now();
+    let mut builder = BookBuilder::new(config);
+    for dir in data {
+        let games = builder.add_dataset(dir).with_context(|| format!("reading {}", dir.display()))?;
+        eprintln!("{}: {games} games", dir.display());
+    }
+    let summary = builder.write(out, force)?;
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "{}: {} games, {} plies, {} positions, {} moves in {secs:.2}s ({:.0} positions/s)",
+        out.display(),
+        summary.games,
+        summary.plies,
+        summary.positions,
+        summary.moves,
+        summary.plies as f64 / secs.max(1e-9)
+    );
+    Ok(())
+}
+
+fn probe(path: &std::path::Path, fen: Option<&str>, moves: Option<&str>, json: bool) -> Result<()> {
+    let mut pos = Position::from_fen(fen.unwrap_or(START_FEN)).with_context(|| format!("invalid FEN {fen:?}"))?;
+    for text in moves.unwrap_or_default().split_whitespace() {
+        let mv = text.parse().with_context(|| format!("bad move {text:?}"))?;
+        pos.play(mv).with_context(|| format!("{text} is not legal in {pos}"))?;
+    }
+    let book = Book::open(path)?;
+    let Some(entry) = book.probe(&pos)? else {
+        eprintln!("not in the book: {pos}");
+        return Ok(());
+    };
+    let mut out = String::new();
+    if !json {
+        match (&entry.ecco, &entry.opening) {
+            (Some(code), Some(name)) => writeln!(out, "opening: {code} {name}")?,
+            _ => writeln!(out, "opening: unnamed")?,
+        }
+        writeln!(
+            out,
+            "{:<6} {:<10} {:>8} {:>20} {:>7} {:>9} {:>8}",
+            "move", "chinese", "games", "W/D/L", "score", "avg len", "min ply"
+        )?;
+    }
+    for m in &entry.moves {
+        let chinese = Chinese::from_move(&pos, m.mv).map(|c| c.to_string()).unwrap_or_default();
+        if json {
+            let line = serde_json::json!({
+                "move": m.mv.to_string(),
+                "chinese": chinese,
+                "games": m.games,
+                "wins": m.wins,
+                "draws": m.draws,
+                "losses": m.losses,
+                "score": m.score(),
+                "avg_plies": m.avg_plies,
+                "min_ply": m.min_ply,
+                "value": m.value,
+                "visits": m.visits,
+                "prior": m.prior,
+                "ecco": entry.ecco,
+                "opening": entry.opening,
+            });
+            writeln!(out, "{line}")?;
+        } else {
+            writeln!(
+                out,
+                "{:<6} {} {:>8} {:>20} {:>6.1}% {:>9.1} {:>8}",
+                m.mv.to_string(),
+                pad(&chinese, 10),
+                m.games,
+                format!("{}/{}/{}", m.wins, m.draws, m.losses),
+                100.0 * m.score(),
+                m.avg_plies,
+                m.min_ply
+            )?;
+        }
+    }
+    emit(&out)
+}
+
+/// `text` padded to `width` terminal columns; Chinese characters take two.
+fn pad(text: &str, width: usize) -> String {
+    let used: usize = text.chars().map(|c| if c.is_ascii() { 1 } else { 2 }).sum();
+    format!("{text}{}", " ".repeat(width.saturating_sub(used)))
+}
+
+/// Writes to stdout; a reader that stops early (`xqz book probe ... | head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        result => result.context("writing to stdout"),
+    }
+}

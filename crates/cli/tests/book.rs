@@ -1,0 +1,108 @@
+//! `xqz book build` and `xqz book probe` on a small dataset.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use xiangqi::game::{Game, GameConfig};
+use xqz_dataset::{DatasetWriter, GameId, GameRecord, GameResult, WriterConfig};
+
+fn xqz(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).output().expect("xqz runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8(bytes.to_vec()).unwrap()
+}
+
+/// Three games of 中炮对屏风马 (one of them mirrored), won by Red, Black and drawn.
+fn dataset(dir: &Path) {
+    let (mut writer, _) =
+        DatasetWriter::open(dir, WriterConfig { flush_interval: None, ..WriterConfig::default() }).unwrap();
+    let games = [
+        (1, "h2e2 h9g7 h0g2 b9c7", GameResult::RedWin),
+        (2, "b2e2 b9c7 b0c2 h9g7", GameResult::BlackWin),
+        (3, "h2e2 h9g7 h0g2 h7i7", GameResult::Draw),
+    ];
+    for (id, moves, result) in games {
+        let mut game = Game::new(GameConfig { max_plies: Some(4), ..GameConfig::default() });
+        for mv in moves.split_whitespace() {
+            game.push_str(mv).unwrap();
+        }
+        let mut record = GameRecord::from_game(&game, GameId::from_u128(id)).unwrap();
+        record.result = result;
+        // The book reads games only; their samples may be absent.
+        writer.append(record, Vec::new()).unwrap();
+    }
+    writer.finish().unwrap();
+}
+
+fn built(root: &Path) -> String {
+    let data = root.join("data");
+    dataset(&data);
+    let book = root.join("book.sqlite");
+    let out = xqz(&["book", "build", "--out", book.to_str().unwrap(), "--data", data.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("3 games, 12 plies, 4 positions, 5 moves"), "{}", text(&out.stdout));
+    book.to_str().unwrap().to_string()
+}
+
+#[test]
+fn book_build_then_probe_prints_moves_with_both_notations() {
+    let root = tempfile::tempdir().unwrap();
+    let book = built(root.path());
+    let out = xqz(&["book", "probe", &book, "--moves", "h2e2 h9g7 h0g2"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines[0], "opening: B05 中炮对进左马", "{stdout}");
+    let fields: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!(fields, ["b9c7", "马2进3", "2", "1/0/1", "50.0%", "4.0", "3"], "{stdout}");
+    let fields: Vec<&str> = lines[3].split_whitespace().collect();
+    assert_eq!(fields[..4], ["h7i7", "炮8平9", "1", "0/1/0"], "{stdout}");
+}
+
+#[test]
+fn book_probe_json_from_the_mirror_side() {
+    let root = tempfile::tempdir().unwrap();
+    let book = built(root.path());
+    let fen = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/4C2C1/9/RNBAKABNR b - - 1 1"; // after 炮八平五
+    let out = xqz(&["book", "probe", &book, "--fen", fen, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row["move"], "b9c7");
+    assert_eq!(row["chinese"], "马2进3");
+    assert_eq!((row["games"].as_u64(), row["wins"].as_u64(), row["draws"].as_u64()), (Some(3), Some(1), Some(1)));
+    assert_eq!(row["losses"], 1);
+    assert_eq!((row["ecco"].as_str(), row["opening"].as_str()), (Some("B00"), Some("中炮")));
+    assert!(row["value"].is_null());
+}
+
+#[test]
+fn book_build_refuses_bad_inputs() {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("book.sqlite");
+    let not_data = xqz(&["book", "build", "--out", out.to_str().unwrap(), "--data", root.path().to_str().unwrap()]);
+    assert!(!not_data.status.success());
+    assert!(
+        text(&not_data.stderr).contains("is not a dataset folder (no manifest.json)"),
+        "{}",
+        text(&not_data.stderr)
+    );
+    assert!(!out.exists());
+
+    let book = built(root.path());
+    let data = root.path().join("data");
+    let again = xqz(&["book", "build", "--out", &book, "--data", data.to_str().unwrap()]);
+    assert!(!again.status.success());
+    assert!(text(&again.stderr).contains("already exists (pass --force to replace it)"), "{}", text(&again.stderr));
+    let forced =
+        xqz(&["book", "build", "--out", &book, "--data", data.to_str().unwrap(), "--force", "--min-games", "3"]);
+    assert!(forced.status.success(), "{}", text(&forced.stderr));
+    assert!(text(&forced.stdout).contains("3 positions, 3 moves"), "{}", text(&forced.stdout));
+
+    let illegal = xqz(&["book", "probe", &book, "--moves", "h2e2 h2e9"]);
+    assert!(!illegal.status.success());
+    assert!(text(&illegal.stderr).contains("h2e9 is not legal"), "{}", text(&illegal.stderr));
+}
