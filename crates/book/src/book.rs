@@ -55,6 +55,44 @@ pub struct Entry {
     pub moves: Vec<BookMove>,
 }
 
+/// How [`Book::suite`] picks opening positions for evaluation matches.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct SuiteConfig {
+    /// The ply at which a position is first reached in the book's games.
+    pub ply: u32,
+    /// Positions wanted (fewer if the book has fewer that qualify).
+    pub count: usize,
+    /// Largest distance of the side to move's score from 0.5: a position one side wins most of
+    /// the time says little about two players.
+    pub balance: f64,
+    /// Fewest games through a position.
+    pub min_games: u64,
+}
+
+impl Default for SuiteConfig {
+    fn default() -> SuiteConfig {
+        SuiteConfig { ply: 8, count: 50, balance: 0.15, min_games: 2 }
+    }
+}
+
+/// A position of an opening suite.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SuiteEntry {
+    /// The position (the book frame, counters reset).
+    pub fen: String,
+    /// The ECCO code of its opening line, if named.
+    pub ecco: Option<String>,
+    /// The opening's Chinese name.
+    pub opening: Option<String>,
+    /// Games through it.
+    pub games: u64,
+    /// The side to move's score in them.
+    pub score: f64,
+}
+
+const SUITE: &str = "SELECT p.fen, p.ecco, p.opening, SUM(m.games), SUM(m.wins), SUM(m.draws) FROM positions p \
+JOIN moves m ON m.position_id = p.id GROUP BY p.id HAVING MIN(m.min_ply) = ?1 AND SUM(m.games) >= ?2";
+
 /// A book file opened for reading.
 ///
 /// ```no_run
@@ -132,6 +170,49 @@ impl Book {
 
     fn sqlite(&self, source: rusqlite::Error) -> BookError {
         BookError::Sqlite { path: self.path.clone(), source }
+    }
+
+    /// An opening suite: positions first reached at `config.ply`, through at least
+    /// `config.min_games` games, whose side to move scores within `config.balance` of 0.5; taken
+    /// in turn from each ECCO family (A to E, then unnamed), most played first, so that the
+    /// suite spreads over the kinds of openings rather than the most common line's variations.
+    pub fn suite(&self, config: SuiteConfig) -> Result<Vec<SuiteEntry>> {
+        let mut statement = self.conn.prepare(SUITE).map_err(|e| self.sqlite(e))?;
+        let rows = statement
+            .query_map(rusqlite::params![config.ply, config.min_games as i64], |row| {
+                let (games, wins, draws): (i64, i64, i64) = (row.get(3)?, row.get(4)?, row.get(5)?);
+                Ok(SuiteEntry {
+                    fen: row.get(0)?,
+                    ecco: row.get(1)?,
+                    opening: row.get(2)?,
+                    games: games as u64,
+                    score: (wins as f64 + draws as f64 / 2.0) / games.max(1) as f64,
+                })
+            })
+            .map_err(|e| self.sqlite(e))?;
+        let mut families: std::collections::BTreeMap<char, Vec<SuiteEntry>> = std::collections::BTreeMap::new();
+        for entry in rows {
+            let entry = entry.map_err(|e| self.sqlite(e))?;
+            if (entry.score - 0.5).abs() <= config.balance {
+                let family = entry.ecco.as_deref().and_then(|c| c.chars().next()).unwrap_or('~');
+                families.entry(family).or_default().push(entry);
+            }
+        }
+        for family in families.values_mut() {
+            // Least played first, so that `pop` takes the most played; ties by position.
+            family.sort_by(|a, b| a.games.cmp(&b.games).then_with(|| b.fen.cmp(&a.fen)));
+        }
+        let mut suite = Vec::new();
+        while suite.len() < config.count && families.values().any(|f| !f.is_empty()) {
+            for family in families.values_mut() {
+                if suite.len() < config.count
+                    && let Some(entry) = family.pop()
+                {
+                    suite.push(entry);
+                }
+            }
+        }
+        Ok(suite)
     }
 
     /// The book's entry for `pos` or for its mirror image, with moves in `pos`'s frame.

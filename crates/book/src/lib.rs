@@ -78,7 +78,7 @@ pub mod ecco;
 mod error;
 mod schema;
 
-pub use book::{Book, BookMove, Entry};
+pub use book::{Book, BookMove, Entry, SuiteConfig, SuiteEntry};
 pub use builder::{BookBuilder, BuildConfig, BuildSummary};
 pub use error::{BookError, Result};
 pub use schema::VERSION as SCHEMA_VERSION;

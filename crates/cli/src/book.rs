@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use clap::Subcommand;
 use xiangqi::notation::Chinese;
 use xiangqi::{Position, START_FEN};
-use xqz_book::{Book, BookBuilder, BuildConfig};
+use xqz_book::{Book, BookBuilder, BuildConfig, SuiteConfig};
 
 #[derive(Subcommand)]
 pub enum BookCommand {
@@ -48,6 +48,38 @@ pub enum BookCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Write part of a book in another format: `epd`, an opening suite for `xqz eval match
+    /// --openings` (balanced positions at one ply, spread over the ECCO families).
+    Export {
+        /// The book file.
+        book: PathBuf,
+        /// The output format.
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// The file to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// The ply of the suite's positions.
+        #[arg(long, default_value_t = SuiteConfig::default().ply)]
+        ply: u32,
+        /// Positions in the suite.
+        #[arg(long, default_value_t = SuiteConfig::default().count)]
+        count: usize,
+        /// Largest distance of a position's score from 50%, as a fraction (0.15: 35% to 65%).
+        #[arg(long, default_value_t = SuiteConfig::default().balance)]
+        balance: f64,
+        /// Fewest games through a position.
+        #[arg(long, default_value_t = SuiteConfig::default().min_games)]
+        min_games: u64,
+    },
+}
+
+/// What `xqz book export` writes.
+#[derive(Copy, Clone, Debug, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// An opening suite, one position per line: the FEN, then `;`-separated fields (ECCO code,
+    /// opening, games, score), as EPD writes operations.
+    Epd,
 }
 
 pub fn run(command: BookCommand) -> Result<()> {
@@ -56,7 +88,45 @@ pub fn run(command: BookCommand) -> Result<()> {
             build(&out, &data, BuildConfig { max_ply, min_games }, force)
         }
         BookCommand::Probe { book, fen, moves, json } => probe(&book, fen.as_deref(), moves.as_deref(), json),
+        BookCommand::Export { book, format: ExportFormat::Epd, out, ply, count, balance, min_games } => {
+            anyhow::ensure!((0.0..=0.5).contains(&balance), "--balance {balance} must be 0 to 0.5");
+            export_suite(&book, &out, SuiteConfig { ply, count, balance, min_games })
+        }
     }
+}
+
+fn export_suite(path: &std::path::Path, out: &std::path::Path, config: SuiteConfig) -> Result<()> {
+    let suite = Book::open(path)?.suite(config)?;
+    anyhow::ensure!(
+        !suite.is_empty(),
+        "no position of {} at ply {} has {} games or more with a score within {} of 50%",
+        path.display(),
+        config.ply,
+        config.min_games,
+        config.balance
+    );
+    let mut text = format!(
+        "# {} positions at ply {} from {} (score within {:.0}% of 50%, at least {} games)\n",
+        suite.len(),
+        config.ply,
+        path.display(),
+        100.0 * config.balance,
+        config.min_games
+    );
+    for entry in &suite {
+        writeln!(
+            text,
+            "{} ; ecco {} ; opening {} ; games {} ; score {:.3}",
+            entry.fen,
+            entry.ecco.as_deref().unwrap_or("-"),
+            entry.opening.as_deref().unwrap_or("-"),
+            entry.games,
+            entry.score
+        )?;
+    }
+    crate::settings::write_atomic(out, text.as_bytes())?;
+    println!("{}: {} positions", out.display(), suite.len());
+    Ok(())
 }
 
 fn build(out: &std::path::Path, data: &[PathBuf], config: BuildConfig, force: bool) -> Result<()> {

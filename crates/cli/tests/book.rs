@@ -106,3 +106,47 @@ fn book_build_refuses_bad_inputs() {
     assert!(!illegal.status.success());
     assert!(text(&illegal.stderr).contains("h2e9 is not legal"), "{}", text(&illegal.stderr));
 }
+
+#[test]
+fn book_export_writes_an_opening_suite_that_matches_play_from() {
+    let root = tempfile::tempdir().unwrap();
+    let book = built(root.path());
+    let suite = root.path().join("suite.epd");
+    let suite_arg = suite.to_str().unwrap();
+    let out = xqz(&["book", "export", &book, "--format", "epd", "--out", suite_arg, "--ply", "2", "--min-games", "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&suite).unwrap();
+    let lines: Vec<&str> = written.lines().filter(|l| !l.starts_with('#')).collect();
+    // After 炮二平五 马8进7 (or its mirror image): three games, one won by each side, one drawn.
+    assert_eq!(lines.len(), 1, "{written}");
+    let fields: Vec<&str> = lines[0].split(" ; ").collect();
+    assert!(fields[0].ends_with(" w - - 0 1"), "{written}");
+    assert_eq!(fields[1..3], ["ecco B05", "opening 中炮对进左马"], "{written}");
+    assert_eq!(fields[3..], ["games 3", "score 0.500"], "{written}");
+    // A match plays from it.
+    let out = xqz(&[
+        "eval",
+        "match",
+        "--a",
+        "material",
+        "--b",
+        "uniform",
+        "--playouts",
+        "4",
+        "--pairs",
+        "1",
+        "--max-plies",
+        "20",
+        "--openings",
+        suite_arg,
+        "--out",
+        root.path().to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("final: 2 games"), "{}", text(&out.stdout));
+    // Nothing qualifies: a clear error, no file.
+    let none = root.path().join("none.epd");
+    let out = xqz(&["book", "export", &book, "--format", "epd", "--out", none.to_str().unwrap(), "--min-games", "4"]);
+    assert!(!out.status.success() && text(&out.stderr).contains("no position"), "{}", text(&out.stderr));
+    assert!(!none.exists());
+}
