@@ -100,6 +100,10 @@ pub struct MatchArgs {
     /// keeps its evaluations with it).
     #[arg(long, default_value = "runs/eval")]
     out: PathBuf,
+    /// Print the result as one JSON object (fields in the README) instead of the lines after
+    /// each pair and the summary.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Options of `xqz eval ladder`.
@@ -116,6 +120,10 @@ pub struct LadderArgs {
     /// settings); by default the least trained checkpoint.
     #[arg(long)]
     anchor: Option<String>,
+    /// One JSON object per player, one per line (`player`, `steps`, `elo`, `stderr`, `games`,
+    /// `anchor`), instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
 /// The exit status of a match whose SPRT accepted H0.
@@ -135,7 +143,7 @@ pub fn run(command: EvalCommand) -> Result<ExitCode> {
             }))
         }
         EvalCommand::Ladder(args) => {
-            crate::ladder::run(&args.run, args.prior_draws, args.anchor.as_deref())?;
+            crate::ladder::run(&args.run, args.prior_draws, args.anchor.as_deref(), args.json)?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -254,6 +262,43 @@ fn parse_sprt(text: &str) -> Result<Sprt> {
     Ok(Sprt { elo0, elo1, alpha, beta, model })
 }
 
+/// A match's result as one JSON object, for other tools.
+fn report_json(a: &str, b: &str, report: &MatchReport, sprt: Option<&Sprt>, log: &MatchLog) -> serde_json::Value {
+    use crate::ladder::finite;
+    let (elo, nelo) = (report.pairs.elo(), report.pairs.normalized_elo());
+    let sprt = sprt.map(|sprt| {
+        let (lower, upper) = sprt.bounds();
+        serde_json::json!({
+            "elo0": sprt.elo0,
+            "elo1": sprt.elo1,
+            "model": sprt.model.to_string(),
+            "llr": finite(sprt.llr(&report.pairs)),
+            "lower": lower,
+            "upper": upper,
+            "state": report.sprt.unwrap_or(SprtState::Continue).to_string(),
+            "decided_after_pairs": report.decided_after,
+        })
+    });
+    let terminations: serde_json::Map<String, serde_json::Value> =
+        log.terminations().map(|(reason, count)| (reason.to_string(), count.into())).collect();
+    serde_json::json!({
+        "a": a,
+        "b": b,
+        "games": report.games.games(),
+        "wins": report.games.wins,
+        "draws": report.games.draws,
+        "losses": report.games.losses,
+        "score": report.games.score(),
+        "pairs": report.pairs.counts,
+        "elo": { "elo": finite(elo.elo), "lower": finite(elo.lower), "upper": finite(elo.upper) },
+        "nelo": { "elo": finite(nelo.elo), "lower": finite(nelo.lower), "upper": finite(nelo.upper) },
+        "los": elo.los,
+        "sprt": sprt,
+        "terminations": terminations,
+        "records": log.dir().display().to_string(),
+    })
+}
+
 fn summary(report: &MatchReport, sprt: Option<&Sprt>) -> String {
     let elo = report.pairs.elo();
     let nelo = report.pairs.normalized_elo();
@@ -311,12 +356,14 @@ fn run_eval_match(args: &MatchArgs) -> Result<Option<SprtState>> {
     };
     let (a_name, b_name) = (a.label(&args.a), b.label(&args.b));
     let mut log = MatchLog::open(&args.out, &a_name, &b_name, a.steps(), b.steps())?;
-    println!(
-        "{a_name} vs {b_name}: up to {} games, {} at once; records in {}",
-        2 * args.pairs,
-        args.concurrency,
-        log.dir().display()
-    );
+    if !args.json {
+        println!(
+            "{a_name} vs {b_name}: up to {} games, {} at once; records in {}",
+            2 * args.pairs,
+            args.concurrency,
+            log.dir().display()
+        );
+    }
     let search = SearchConfig {
         root_fpu: args.root_fpu,
         policy_temperature: args.policy_temperature,
@@ -331,14 +378,18 @@ fn run_eval_match(args: &MatchArgs) -> Result<Option<SprtState>> {
         &|| b.make(search),
         &mut log,
         |game: &MatchGame, report: &MatchReport| {
-            if game.first == xiangqi::Color::Black {
+            if game.first == xiangqi::Color::Black && !args.json {
                 println!("pair {}: {}", report.pairs.pairs(), summary(report, plan.sprt.as_ref()));
             }
         },
     )?;
-    println!("final: {}", summary(&report, plan.sprt.as_ref()));
-    for (reason, count) in log.terminations() {
-        println!("  {count:>5} {reason}");
+    if args.json {
+        println!("{}", report_json(&a_name, &b_name, &report, plan.sprt.as_ref(), &log));
+    } else {
+        println!("final: {}", summary(&report, plan.sprt.as_ref()));
+        for (reason, count) in log.terminations() {
+            println!("  {count:>5} {reason}");
+        }
     }
     Ok(plan.sprt.map(|_| report.sprt.unwrap_or(SprtState::Continue)))
 }

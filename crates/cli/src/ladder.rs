@@ -30,7 +30,9 @@ pub(crate) fn games(run: &Path) -> Result<Vec<Games>> {
     Ok(games)
 }
 
-pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>) -> Result<()> {
+/// Rates every player of `run`'s games, one line per player (a JSON object per line with
+/// `json`), and plots the checkpoints against training steps.
+pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>, json: bool) -> Result<()> {
     let games = games(run)?;
     anyhow::ensure!(!games.is_empty(), "no games in {} (eval/games.arrow)", run.display());
     // Players ordered by training steps (untrained and external players last), so the anchor at 0
@@ -61,11 +63,25 @@ pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>) -> Result<()> {
     }
     let encounters: Vec<Encounter> = met.into_values().collect();
     let ratings = fit_bradley_terry(entrants.len(), &encounters, prior_draws);
-    println!("Elo relative to {} (rated 0)", entrants[0].0);
-    println!("{:<28} {:>8} {:>8} {:>7} {:>6}", "player", "steps", "Elo", "±1σ", "games");
-    for (i, (name, steps)) in entrants.iter().enumerate() {
-        let steps = steps.map_or("-".to_string(), |s| s.to_string());
-        println!("{name:<28} {steps:>8} {:>+8.1} {:>7.1} {:>6}", ratings.elo[i], ratings.stderr[i], played[i]);
+    if json {
+        for (i, (name, steps)) in entrants.iter().enumerate() {
+            let line = serde_json::json!({
+                "player": name,
+                "steps": steps,
+                "elo": finite(ratings.elo[i]),
+                "stderr": finite(ratings.stderr[i]),
+                "games": played[i],
+                "anchor": entrants[0].0,
+            });
+            println!("{line}");
+        }
+    } else {
+        println!("Elo relative to {} (rated 0)", entrants[0].0);
+        println!("{:<28} {:>8} {:>8} {:>7} {:>6}", "player", "steps", "Elo", "±1σ", "games");
+        for (i, (name, steps)) in entrants.iter().enumerate() {
+            let steps = steps.map_or("-".to_string(), |s| s.to_string());
+            println!("{name:<28} {steps:>8} {:>+8.1} {:>7.1} {:>6}", ratings.elo[i], ratings.stderr[i], played[i]);
+        }
     }
     let points: Vec<(u64, f64, f64)> = entrants
         .iter()
@@ -76,7 +92,12 @@ pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>) -> Result<()> {
     if !points.is_empty() {
         let plot = run.join("ladder.svg");
         crate::plot::ladder(&points, &plot)?;
-        println!("plotted in {}", plot.display());
+        eprintln!("plotted in {}", plot.display());
     }
     Ok(())
+}
+
+/// A number for JSON: `null` where it is not finite (JSON has no infinity).
+pub fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
 }

@@ -292,7 +292,7 @@ mod tests {
         players.sort_unstable();
         players.dedup();
         assert_eq!(players, ["material@4", "material@8", "uniform@8", "v1", "v2"]);
-        crate::ladder::run(run.path(), 1.0, Some("material@4")).unwrap();
+        crate::ladder::run(run.path(), 1.0, Some("material@4"), false).unwrap();
         assert!(run.path().join("ladder.svg").exists());
     }
 }

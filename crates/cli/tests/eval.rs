@@ -163,10 +163,19 @@ fn an_sprt_stops_a_lopsided_match_and_the_ladder_rates_the_players() {
         "60",
         "--sprt",
         "0,200",
+        "--json",
         "--out",
         out,
     ]);
     assert_eq!(undecided.status.code(), Some(11), "{}", String::from_utf8_lossy(&undecided.stdout));
+    // --json: the result as one object, nothing else on stdout.
+    let result: serde_json::Value = serde_json::from_slice(&undecided.stdout).unwrap();
+    assert_eq!((result["a"].as_str(), result["b"].as_str()), (Some("uniform@16"), Some("material@16")), "{result}");
+    assert_eq!(result["games"], 2, "{result}");
+    let record = ["wins", "draws", "losses"].map(|k| result[k].as_u64().unwrap());
+    assert_eq!(record.iter().sum::<u64>(), 2, "{result}");
+    assert_eq!(result["sprt"]["state"], "continue", "{result}");
+    assert_eq!(result["terminations"].as_object().unwrap().values().filter_map(|v| v.as_u64()).sum::<u64>(), 2);
     let batches = read_table(dir.path());
     assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), games + 2);
     // The lopsided match the other way round: H0 accepted, exit status 10.
@@ -193,6 +202,12 @@ fn an_sprt_stops_a_lopsided_match_and_the_ladder_rates_the_players() {
     assert_eq!(rejected.status.code(), Some(10), "{stdout}");
 
     // Each built-in searcher at its two budgets is two players; any of them can be the anchor.
+    let json = xqz(&["eval", "ladder", "--run", out, "--anchor", "uniform@64", "--json"]);
+    let players: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&json.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(players[0]["player"], "uniform@64");
+    assert_eq!(players[0]["elo"], 0.0);
+    assert!(players.iter().all(|p| p["anchor"] == "uniform@64" && p["games"].as_u64().unwrap() > 0));
     let ladder = xqz(&["eval", "ladder", "--run", out, "--anchor", "uniform@64"]);
     let ladder = String::from_utf8_lossy(&ladder.stdout);
     let elo = |name: &str| -> f64 {
