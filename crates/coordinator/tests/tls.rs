@@ -1,9 +1,7 @@
-//! The coordinator over TLS, with certificates made by OpenSSL's command line (a tool we did not
-//! write): a client that trusts its CA is served; a plain-text client and one that trusts another
+//! The coordinator over TLS, with certificates made by OpenSSL's command line: a client that trusts its CA is served; a plain-text client and one that trusts another
 //! CA are not; with a client CA, only clients with a certificate it signed are served.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tokio::sync::oneshot;
 use tonic::transport::Channel;
@@ -11,84 +9,7 @@ use xqz_coordinator::{CoordinatorConfig, Running, ServerTls, serve};
 use xqz_proto::tls::{ClientTls, endpoint};
 use xqz_proto::v1::GetStatsRequest;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
-
-/// Runs `openssl` with `args` in `dir`.
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl").current_dir(dir).args(args).output().expect("openssl runs");
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// A CA named `name` in `dir` (`name.pem`, `name.key`).
-fn ca(dir: &Path, name: &str) {
-    let (pem, key) = (format!("{name}.pem"), format!("{name}.key"));
-    let subject = format!("/CN={name}");
-    openssl(
-        dir,
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-days",
-            "2",
-            "-keyout",
-            &key,
-            "-out",
-            &pem,
-            "-subj",
-            &subject,
-        ],
-    );
-}
-
-/// A certificate `name` for 127.0.0.1 signed by the CA `by`.
-fn leaf(dir: &Path, name: &str, by: &str) {
-    let (pem, key, csr, ext) =
-        (format!("{name}.pem"), format!("{name}.key"), format!("{name}.csr"), format!("{name}.ext"));
-    std::fs::write(dir.join(&ext), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
-    let subject = format!("/CN={name}");
-    openssl(
-        dir,
-        &[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            &key,
-            "-out",
-            &csr,
-            "-subj",
-            &subject,
-        ],
-    );
-    let (ca_pem, ca_key) = (format!("{by}.pem"), format!("{by}.key"));
-    openssl(
-        dir,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            &csr,
-            "-CA",
-            &ca_pem,
-            "-CAkey",
-            &ca_key,
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-out",
-            &pem,
-            "-extfile",
-            &ext,
-        ],
-    );
-}
+use xqz_test_support::certificates::{ca, leaf};
 
 fn read(dir: &Path, file: &str) -> Vec<u8> {
     std::fs::read(dir.join(file)).unwrap()
