@@ -26,6 +26,27 @@ pub struct UciArgs {
     /// Leaves the search hands the network at once.
     #[arg(long, default_value_t = 8)]
     batch_size: u32,
+    /// An opening book (`xqz book build`) to play from while the position is in it; the
+    /// `BookFile` option (`OwnBook` turns it off and on).
+    #[arg(long)]
+    book: Option<String>,
+}
+
+/// Opens a book for the engine: its move in a position is the one played in most games.
+fn open_book(path: &str) -> Result<xqz_uci::BookProbe, String> {
+    let book = xqz_book::Book::open(path).map_err(|e| e.to_string())?;
+    Ok(Box::new(move |pos: &xiangqi::Position| {
+        let Some(entry) = book.probe(pos).map_err(|e| e.to_string())? else { return Ok(None) };
+        let Some(best) = entry.moves.first() else { return Ok(None) };
+        let opening = match (&entry.ecco, &entry.opening) {
+            (Some(code), Some(name)) => format!(", {code} {name}"),
+            _ => String::new(),
+        };
+        Ok(Some(xqz_uci::BookChoice {
+            mv: best.mv,
+            note: format!("{} games, {}/{}/{}{opening}", best.games, best.wins, best.draws, best.losses),
+        }))
+    }))
 }
 
 /// A checkpoint's network behind its own batching service.
@@ -68,9 +89,12 @@ pub fn run(args: &UciArgs) -> Result<()> {
         threads: args.threads.max(1),
         playouts: args.playouts.max(1),
         batch_size: args.batch_size.max(1),
+        book_file: args.book.clone().unwrap_or_default(),
         ..Options::default()
     };
-    let engine = Engine::new(&format!("xqz {}", env!("CARGO_PKG_VERSION")), Box::new(load)).with_options(options);
+    let engine = Engine::new(&format!("xqz {}", env!("CARGO_PKG_VERSION")), Box::new(load))
+        .with_options(options)
+        .with_books(Box::new(open_book));
     engine.run(std::io::BufReader::new(std::io::stdin()), std::io::stdout().lock())?;
     Ok(())
 }

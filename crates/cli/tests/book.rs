@@ -150,3 +150,51 @@ fn book_export_writes_an_opening_suite_that_matches_play_from() {
     assert!(!out.status.success() && text(&out.stderr).contains("no position"), "{}", text(&out.stderr));
     assert!(!none.exists());
 }
+
+/// `xqz uci --book BOOK` fed `commands` (a search that reads `quit` ends the session after its
+/// answer); its output.
+fn uci_session(book: &str, commands: &[&str]) -> String {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["uci", "--model", "", "--book", book])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(commands.join("\n").as_bytes()).unwrap();
+    text(&child.wait_with_output().unwrap().stdout)
+}
+
+#[test]
+fn xqz_uci_plays_from_a_book_while_in_it() {
+    let root = tempfile::tempdir().unwrap();
+    let book = built(root.path());
+    let stdout = uci_session(
+        &book,
+        &[
+            "uci",
+            // In the book (from the mirror side too): its most played move, said in an info string.
+            "position startpos moves b2e2",
+            "go nodes 1",
+            // Out of the book: a search.
+            "position startpos moves h2e2 h9g7 h0g2 b9c7 i0h0",
+            "go nodes 1",
+            "quit",
+        ],
+    );
+    assert!(stdout.contains("option name OwnBook type check default true"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("option name BookFile type string default ")), "{stdout}");
+    let answers: Vec<&str> = stdout.lines().filter(|l| l.starts_with("bestmove ")).collect();
+    assert_eq!(answers.len(), 2, "{stdout}");
+    assert_eq!(answers[0], "bestmove b9c7", "the mirror image of 马8进7: {stdout}");
+    let book_lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("info string book move")).collect();
+    assert_eq!(book_lines.len(), 1, "{stdout}");
+    assert!(book_lines[0].starts_with("info string book move b9c7: 3 games, 1/1/1"), "{stdout}");
+    assert!(book_lines[0].contains("中炮"), "{stdout}");
+    // OwnBook off: a search though the position is in the book.
+    let stdout = uci_session(
+        &book,
+        &["setoption name OwnBook value false", "position startpos moves h2e2", "go nodes 1", "quit"],
+    );
+    assert!(stdout.contains("bestmove ") && !stdout.contains("book move"), "{stdout}");
+}

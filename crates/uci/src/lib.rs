@@ -54,6 +54,21 @@ const RANKS: Ranks = Ranks::FromZero;
 /// when the engine starts searching or answers `isready` after one of those changed.
 pub type Loader = Box<dyn FnMut(&Options) -> Result<Box<dyn Evaluator>, String>>;
 
+/// A book move the engine plays instead of searching, and what to say of it in `info string`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BookChoice {
+    /// The move, which must be legal in the position probed.
+    pub mv: Move,
+    /// A note for the GUI (the games behind the move, the opening's name).
+    pub note: String,
+}
+
+/// A book opened by a [`BookLoader`]: the move it plays in a position, if it has one.
+pub type BookProbe = Box<dyn FnMut(&Position) -> Result<Option<BookChoice>, String>>;
+
+/// Opens the book file the `BookFile` option names.
+pub type BookLoader = Box<dyn FnMut(&str) -> Result<BookProbe, String>>;
+
 /// The engine's UCI options.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Options {
@@ -73,6 +88,10 @@ pub struct Options {
     pub show_wdl: bool,
     /// `Move Overhead`: milliseconds kept back from the clock for the GUI and the pipes.
     pub move_overhead: u32,
+    /// `OwnBook`: play from the book while the position is in it.
+    pub own_book: bool,
+    /// `BookFile`: the book (empty: none).
+    pub book_file: String,
 }
 
 impl Default for Options {
@@ -86,6 +105,8 @@ impl Default for Options {
             multipv: 1,
             show_wdl: false,
             move_overhead: 30,
+            own_book: true,
+            book_file: String::new(),
         }
     }
 }
@@ -117,6 +138,8 @@ pub struct Engine {
     loader: Loader,
     options: Options,
     evaluator: Option<Box<dyn Evaluator>>,
+    book_loader: Option<BookLoader>,
+    book: Option<BookProbe>,
     game: Game,
 }
 
@@ -191,8 +214,16 @@ impl Engine {
             loader,
             options: Options::default(),
             evaluator: None,
+            book_loader: None,
+            book: None,
             game: Game::new(GameConfig::default()),
         }
+    }
+
+    /// The same engine able to play from books, which `loader` opens (the `BookFile` option).
+    pub fn with_books(mut self, loader: BookLoader) -> Engine {
+        self.book_loader = Some(loader);
+        self
     }
 
     /// The same engine with other starting options (from the command line, say).
@@ -316,6 +347,17 @@ impl Engine {
             "batchsize" => options.batch_size = number(1, 1024)?,
             "multipv" => options.multipv = number(1, 500)?,
             "move overhead" => options.move_overhead = number(0, 60_000)?,
+            "bookfile" => {
+                options.book_file = value.to_string();
+                self.book = None;
+            }
+            "ownbook" => {
+                options.own_book = match value {
+                    "true" => true,
+                    "false" => false,
+                    _ => return Err(Refusal::Check { name: "OwnBook", value: value.to_string() }),
+                }
+            }
             // Xiangqi GUIs that drive variant engines announce the variant; there is one here.
             "uci_variant" if value.eq_ignore_ascii_case(VARIANT) => {}
             "uci_variant" => return Err(Refusal::Variant(value.to_string())),
@@ -329,6 +371,41 @@ impl Engine {
             _ => return Err(Refusal::NoOption(name.to_string())),
         }
         Ok(())
+    }
+
+    /// The book's move in `game`, when `OwnBook` is on, a `BookFile` is set and the book has a
+    /// legal move there. A book that cannot be opened or read is reported and not used.
+    fn book_move(&mut self, game: &Game, out: &mut impl Write) -> io::Result<Option<BookChoice>> {
+        if !self.options.own_book || self.options.book_file.is_empty() {
+            return Ok(None);
+        }
+        if self.book.is_none() {
+            let Some(loader) = self.book_loader.as_mut() else {
+                emit_error(out, "this engine has no book support; BookFile ignored")?;
+                return Ok(None);
+            };
+            match loader(&self.options.book_file) {
+                Ok(book) => self.book = Some(book),
+                Err(message) => {
+                    emit_error(out, format_args!("book {}: {message}", self.options.book_file))?;
+                    self.options.book_file.clear();
+                    return Ok(None);
+                }
+            }
+        }
+        let Some(book) = self.book.as_mut() else { return Ok(None) };
+        match book(game.position()) {
+            Ok(Some(choice)) if game.legal_moves().contains(&choice.mv) => Ok(Some(choice)),
+            Ok(Some(choice)) => {
+                emit_error(out, format_args!("the book's move {} is not legal here; searching", choice.mv))?;
+                Ok(None)
+            }
+            Ok(None) => Ok(None),
+            Err(message) => {
+                emit_error(out, format_args!("book: {message}; searching"))?;
+                Ok(None)
+            }
+        }
     }
 
     /// Loads the evaluator if the options changed; a failure is reported and the engine then
@@ -365,6 +442,14 @@ impl Engine {
         if game.outcome().is_over() {
             emit(out, &Response::info_string("the side to move has no legal move"))?;
             emit(out, &Response::BestMove { best: None, ponder: None })?;
+            return Ok(true);
+        }
+        // An analysis (`go infinite`) searches; a game move comes from the book while it can.
+        if !limits.infinite
+            && let Some(choice) = self.book_move(&game, out)?
+        {
+            emit(out, &Response::info_string(format!("book move {}: {}", choice.mv, choice.note)))?;
+            emit(out, &Response::BestMove { best: Some(choice.mv), ponder: None })?;
             return Ok(true);
         }
         let start = Instant::now();
@@ -568,6 +653,8 @@ fn option_specs(options: &Options) -> Vec<OptionSpec> {
         spin("MultiPV", options.multipv, 1, 500),
         OptionSpec { name: "UCI_ShowWDL".to_string(), kind: OptionKind::Check { default: options.show_wdl } },
         spin("Move Overhead", options.move_overhead, 0, 60_000),
+        OptionSpec { name: "OwnBook".to_string(), kind: OptionKind::Check { default: options.own_book } },
+        string("BookFile", if options.book_file.is_empty() { "<empty>" } else { &options.book_file }),
     ]
 }
 
