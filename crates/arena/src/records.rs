@@ -2,7 +2,7 @@
 //! strength tracker of `xqz run`), so that one reader rates every game of a folder together
 //! (`xqz eval ladder`) instead of each producer keeping its own file and its own Elo.
 //!
-//! Every game is appended to `eval/games.pgn` (a PGN-like listing with Chinese notation) and to
+//! Every game is appended to `eval/games.pgn` (PGN with the moves in Chinese notation) and to
 //! the Arrow table `eval/games.arrow` (one row per game, one record batch per match). The table is
 //! rewritten whole through a temporary file, so a crash never leaves half a table, and under a
 //! lock on `eval/games.lock`, so that two processes recording into one folder keep each other's
@@ -53,7 +53,7 @@ use arrow_ipc::reader::FileReader;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use xiangqi::Color;
-use xiangqi::notation::{MovetextError, movetext};
+use xiangqi::notation::{MoveNotation, MovetextError, pgn};
 use xqz_dataset::GameResult;
 
 use crate::tournament::MatchGame;
@@ -236,26 +236,20 @@ impl MatchLog {
             Some(f) => format!("forfeit: {}", f.reason),
             None => format!("{} ({})", verdict.reason, verdict.article),
         };
-        let mut text = String::new();
-        for (name, value) in [
+        let tags = [
             ("Event", format!("xqz eval {}", self.match_id)),
+            ("Date", self.match_id[..10].replace('-', ".")),
             ("Round", format!("{}.{}", game.pair + 1, if game.first == Color::Red { 1 } else { 2 })),
             ("Red", game.red.clone()),
             ("Black", game.black.clone()),
             ("Result", result.pgn().to_string()),
             ("Termination", termination),
             ("Ruleset", verdict.ruleset.name().to_string()),
-            ("Plies", game.moves.len().to_string()),
+            ("PlyCount", game.moves.len().to_string()),
             ("OpeningPlies", game.opening_plies.to_string()),
-            ("FEN", game.start.to_string()),
-        ] {
-            text.push_str(&format!("[{name} \"{}\"]\n", value.replace('\\', "\\\\").replace('"', "\\\"")));
-        }
-        text.push('\n');
-        text.push_str(
-            &movetext(&game.start, &game.moves).map_err(|source| RecordsError::Movetext { pair: game.pair, source })?,
-        );
-        text.push_str(&format!("{}\n\n", result.pgn()));
+        ];
+        let text = pgn(&tags, &game.start, &game.moves, MoveNotation::Chinese, result.pgn(), None)
+            .map_err(|source| RecordsError::Movetext { pair: game.pair, source })?;
         let pgn_path = self.dir.join(PGN_FILE);
         self.pgn.write_all(text.as_bytes()).map_err(io_error(&pgn_path))?;
         self.pgn.flush().map_err(io_error(&pgn_path))?;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::{Subcommand, ValueEnum};
+use xiangqi::notation::MoveNotation;
 use xqz_dataset::export::{self, format_unix_ms};
 use xqz_dataset::{Dataset, DatasetStats};
 
@@ -28,17 +29,20 @@ pub enum DataCommand {
         #[arg(long, default_value_t = 20)]
         bucket: u32,
     },
-    /// Export to Parquet (games.parquet and samples.parquet in a folder) or to a PGN-like text
-    /// listing with each move in coordinate and Chinese notation.
+    /// Export to Parquet (games.parquet and samples.parquet in a folder) or to PGN, as Xiangqi
+    /// tools read it (moves in one --notation).
     Export {
         /// The dataset folder.
         dir: PathBuf,
         /// What to write.
         #[arg(long, value_enum, default_value_t = ExportFormat::Parquet)]
         format: ExportFormat,
-        /// The output: a folder for parquet, a file (or `-` for stdout) for text.
+        /// The output: a folder for parquet, a file (or `-` for stdout) for pgn.
         #[arg(long)]
         out: PathBuf,
+        /// The moves' notation in PGN: iccs (`H2-E2`), wxf (`C2.5`) or chinese (`炮二平五`).
+        #[arg(long, default_value_t = MoveNotation::Iccs)]
+        notation: MoveNotation,
     },
 }
 
@@ -46,8 +50,8 @@ pub enum DataCommand {
 pub enum ExportFormat {
     /// games.parquet and samples.parquet (zstd), same columns as the shards.
     Parquet,
-    /// One PGN-like block per game.
-    Text,
+    /// PGN, one game after another.
+    Pgn,
 }
 
 pub fn run(command: DataCommand) -> Result<()> {
@@ -77,7 +81,7 @@ fn run_command(command: DataCommand) -> Result<()> {
             let stats = DatasetStats::compute(&dataset)?;
             emit(&stats.render(bucket))
         }
-        DataCommand::Export { dir, format, out } => {
+        DataCommand::Export { dir, format, out, notation } => {
             let dataset = open(&dir)?;
             report_ignored(&dataset);
             match format {
@@ -91,15 +95,15 @@ fn run_command(command: DataCommand) -> Result<()> {
                         done.samples_path.display()
                     );
                 }
-                ExportFormat::Text if out.as_os_str() == "-" => {
+                ExportFormat::Pgn if out.as_os_str() == "-" => {
                     let mut stdout = std::io::stdout().lock();
-                    export::export_text(&dataset, &mut stdout)?;
+                    export::export_pgn(&dataset, notation, &mut stdout)?;
                     stdout.flush().context("writing to stdout")?;
                 }
-                ExportFormat::Text => {
+                ExportFormat::Pgn => {
                     let file = File::create(&out).with_context(|| format!("cannot create {}", out.display()))?;
                     let mut writer = BufWriter::new(file);
-                    let n = export::export_text(&dataset, &mut writer)?;
+                    let n = export::export_pgn(&dataset, notation, &mut writer)?;
                     writer.flush().with_context(|| format!("writing {}", out.display()))?;
                     eprintln!("wrote {n} games to {}", out.display());
                 }

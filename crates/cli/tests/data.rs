@@ -6,6 +6,8 @@ use std::process::{Command, Output};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use xiangqi::notation::{Chinese, Wxf};
+use xiangqi::{Move, Position};
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 use xqz_dataset::{DatasetWriter, ShardKind, WriterConfig};
 
@@ -65,7 +67,7 @@ fn stats_prints_results_terminations_and_a_histogram() {
 }
 
 #[test]
-fn export_writes_parquet_and_a_text_listing() {
+fn export_writes_parquet_and_pgn_our_parsers_read_back() {
     let dir = tempfile::tempdir().unwrap();
     dataset(dir.path());
     let path = dir.path().to_str().unwrap();
@@ -76,16 +78,45 @@ fn export_writes_parquet_and_a_text_listing() {
         let bytes = fs::read(out_dir.join(name)).unwrap();
         assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"), "{name}");
     }
-    let out = xqz(&["data", "export", path, "--format", "text", "--out", "-"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let listing = text(&out.stdout);
-    assert_eq!(listing.matches("[Game \"").count(), 6);
-    assert!(listing.contains("[FEN \"rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1\"]"));
-    // Every move line starts with its number and carries coordinate and Chinese notation.
-    let first = listing.lines().find(|l| l.starts_with("1. ")).unwrap();
-    let words: Vec<&str> = first.split_whitespace().collect();
-    assert_eq!(words.len(), 5, "{first}");
-    assert!(words[1].len() == 4 && words[2].chars().count() == 4, "{first}");
+    // PGN in each notation, read back by our own parsers: the moves of every stored game.
+    let stored: Vec<Vec<Move>> =
+        xqz_dataset::Dataset::open(dir.path()).unwrap().games().unwrap().into_iter().map(|g| g.moves).collect();
+    for notation in ["iccs", "wxf", "chinese"] {
+        let out = xqz(&["data", "export", path, "--format", "pgn", "--notation", notation, "--out", "-"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let listing = text(&out.stdout);
+        assert_eq!(listing.matches("[Game \"Chinese Chess\"]").count(), 6);
+        let format = format!(
+            "[Format \"{}\"]",
+            ["ICCS", "WXF", "Chinese"][["iccs", "wxf", "chinese"].iter().position(|n| *n == notation).unwrap()]
+        );
+        assert_eq!(listing.matches(&format).count(), 6, "{listing}");
+        assert!(!listing.contains("[FEN "), "games from the start position carry no FEN tag");
+        let games: Vec<Vec<Move>> = listing
+            .split("[Game ")
+            .skip(1)
+            .map(|game| {
+                let mut pos = Position::startpos();
+                let mut moves = Vec::new();
+                // Move lines are `N. ...`; the result line (`1/2-1/2 {...}`) is not one.
+                let numbered =
+                    |l: &&str| l.split_once(". ").is_some_and(|(n, _)| n.bytes().all(|b| b.is_ascii_digit()));
+                for line in game.lines().filter(numbered) {
+                    for word in line.split_whitespace().skip(1).filter(|w| *w != "...") {
+                        let mv = match notation {
+                            "iccs" => word.replace('-', "").to_ascii_lowercase().parse::<Move>().unwrap(),
+                            "wxf" => word.parse::<Wxf>().unwrap().resolve(&pos).unwrap(),
+                            _ => word.parse::<Chinese>().unwrap().resolve(&pos).unwrap(),
+                        };
+                        pos.play(mv).unwrap();
+                        moves.push(mv);
+                    }
+                }
+                moves
+            })
+            .collect();
+        assert_eq!(games, stored, "{notation}");
+    }
 }
 
 #[test]

@@ -1,5 +1,4 @@
-//! Exports for analysts: Parquet files, and a PGN-like text listing with coordinate and Chinese
-//! notation per move.
+//! Exports for analysts: Parquet files, and PGN (the rules crate's writer, in one notation).
 
 use std::collections::BTreeSet;
 use std::fs::{self, File};
@@ -12,7 +11,7 @@ use arrow_schema::Schema;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression as ParquetCompression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
-use xiangqi::notation::movetext;
+use xiangqi::notation::{MoveNotation, pgn};
 
 use crate::dataset::Dataset;
 use crate::error::{ArrowContext, DatasetError, IoContext, Result};
@@ -121,59 +120,56 @@ pub fn format_unix_ms(ms: i64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
 }
 
-/// Writes one game as a PGN-like listing: tag pairs, then one line per move number with each
-/// move in coordinate and Chinese notation, then the result.
+/// Writes one game as PGN with its moves in `notation`: the Xiangqi tags, the dataset's own
+/// (game id, termination and its article, ruleset, model, worker, seed, times) and the result.
 ///
 /// ```
 /// use xiangqi::game::{Game, GameConfig};
-/// use xqz_dataset::{GameId, GameRecord, export::write_game_text};
+/// use xiangqi::notation::MoveNotation;
+/// use xqz_dataset::{GameId, GameRecord, export::write_game_pgn};
 /// let mut game = Game::new(GameConfig { max_plies: Some(2), ..Default::default() });
 /// game.push_str("h2e2")?;
 /// game.push_str("h9g7")?;
 /// let record = GameRecord::from_game(&game, GameId::from_u128(1))?;
 /// let mut out = Vec::new();
-/// write_game_text(&record, &mut out)?;
+/// write_game_pgn(&record, MoveNotation::Chinese, &mut out)?;
 /// let text = String::from_utf8(out)?;
-/// assert!(text.contains("1. h2e2 炮二平五  h9g7 马8进7"), "{text}");
+/// assert!(text.contains("[Game \"Chinese Chess\"]") && text.contains("[Format \"Chinese\"]"), "{text}");
+/// assert!(text.contains("1. 炮二平五 马8进7"), "{text}");
 /// assert!(text.contains("[Result \"1/2-1/2\"]"));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn write_game_text(game: &GameRecord, out: &mut dyn Write) -> Result<()> {
+pub fn write_game_pgn(game: &GameRecord, notation: MoveNotation, out: &mut dyn Write) -> Result<()> {
     let io = |e: io::Error| DatasetError::Io { path: PathBuf::from("<output>"), source: e };
     let start = game.start_position()?;
-    let mut text = String::new();
     let tags = [
-        ("Game", game.game_id.to_string()),
+        ("Event", "xqz self-play".to_string()),
+        ("Date", format_unix_ms(game.start_time_ms)[..10].replace('-', ".")),
+        ("Red", format!("xqz model v{}", game.model_version)),
+        ("Black", format!("xqz model v{}", game.model_version)),
         ("Result", game.result.pgn().to_string()),
-        ("Winner", game.result.name().to_string()),
+        ("GameId", game.game_id.to_string()),
         ("Termination", game.reason.clone()),
         ("Article", game.article.clone()),
         ("Ruleset", game.ruleset.name().to_string()),
-        ("Plies", game.moves.len().to_string()),
-        ("Model", game.model_version.to_string()),
+        ("PlyCount", game.moves.len().to_string()),
         ("Worker", game.worker_id.clone()),
         ("Seed", game.seed.to_string()),
         ("Start", format_unix_ms(game.start_time_ms)),
         ("End", format_unix_ms(game.end_time_ms)),
-        ("FEN", game.start_fen.clone()),
     ];
-    for (name, value) in tags {
-        text.push_str(&format!("[{name} \"{}\"]\n", value.replace('\\', "\\\\").replace('"', "\\\"")));
-    }
-    text.push('\n');
-    let moves =
-        movetext(&start, &game.moves).map_err(|e| DatasetError::InvalidRecord(format!("game {} {e}", game.game_id)))?;
-    text.push_str(&moves);
-    text.push_str(&format!("{} {{{}: {} ({})}}\n\n", game.result.pgn(), game.result, game.reason, game.article));
+    let comment = format!("{}: {} ({})", game.result, game.reason, game.article);
+    let text = pgn(&tags, &start, &game.moves, notation, game.result.pgn(), Some(&comment))
+        .map_err(|e| DatasetError::InvalidRecord(format!("game {} {e}", game.game_id)))?;
     out.write_all(text.as_bytes()).map_err(io)
 }
 
-/// Writes every game of the dataset with [`write_game_text`]; returns the number of games.
-pub fn export_text(dataset: &Dataset, out: &mut dyn Write) -> Result<u64> {
+/// Writes every game of the dataset with [`write_game_pgn`]; returns the number of games.
+pub fn export_pgn(dataset: &Dataset, notation: MoveNotation, out: &mut dyn Write) -> Result<u64> {
     let mut n = 0;
     for shard in dataset.shards() {
         for game in dataset.read_games(shard)? {
-            write_game_text(&game, out)?;
+            write_game_pgn(&game, notation, out)?;
             n += 1;
         }
     }

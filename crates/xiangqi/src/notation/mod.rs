@@ -14,5 +14,5 @@ mod wxf;
 pub use chinese::{Chinese, ParseChineseError};
 pub use coord::ParseMoveError;
 pub use descriptor::ResolveError;
-pub use movetext::{MovetextError, movetext};
+pub use movetext::{MoveNotation, MovetextError, ParseNotationError, pgn};
 pub use wxf::{ParseWxfError, Wxf};
