@@ -13,6 +13,7 @@ mod plot;
 mod results;
 mod selfplay;
 mod settings;
+mod status;
 mod strength;
 mod token;
 mod train;
@@ -97,6 +98,8 @@ enum Command {
     Uci(uci::UciArgs),
     /// Copy a checkpoint's network for shipping: weights only, in half precision.
     Export(model::ExportArgs),
+    /// A running coordinator's state at a glance: model, workers, games.
+    Status(status::StatusArgs),
     /// Opening books: build one from datasets, probe a position.
     Book {
         #[command(subcommand)]
@@ -157,6 +160,7 @@ fn run(command: Command, given: &ArgMatches) -> Result<ExitCode> {
         Command::Run(args) => done(pipeline::run(&args, given)),
         Command::Uci(args) => done(uci::run(&args)),
         Command::Export(args) => done(model::export(&args)),
+        Command::Status(args) => done(status::run(&args)),
         Command::Eval { command } => eval::run(command),
     }
 }

@@ -80,6 +80,17 @@ fn workers_and_the_trainer_reach_a_tls_coordinator_each_with_its_own_credential(
     // Without the CA, no connection.
     assert!(GrpcPublisher::new(&url, None, Some("trainer-secret".into()), "t").is_err(), "https needs --tls-ca");
 
+    // `xqz status` over the same TLS, with the workers' token.
+    let status = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["status", "--coordinator", &url, "--tls-ca", &path("ca.pem"), "--token-file", &path("worker.token")])
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
+    let stats: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(stats["latest_model_version"], 1, "{stats}");
+    assert!(stats["games"].as_u64().unwrap() >= 2, "{stats}");
+
     drop(_coordinator);
     let games = xqz_dataset::Dataset::open(certs.join("data/dataset")).unwrap().games().unwrap();
     assert!(games.len() >= 2, "{} games stored", games.len());
