@@ -279,6 +279,12 @@ impl Session {
         if spool.had_torn_tail() {
             eprintln!("worker: dropped a half-written batch at the end of the spool");
         }
+        for file in spool.quarantined() {
+            eprintln!(
+                "worker: a damaged stretch of the spool was moved to {}; the batches after it are kept",
+                file.display()
+            );
+        }
         if !spool.is_empty() {
             eprintln!("worker: {} batches from an earlier run are waiting for upload", spool.len());
         }

@@ -4,8 +4,10 @@
 //! `SubmitGamesRequest`) and an acknowledgement naming a batch's idempotency key. A record is
 //! `[u32 length][8 bytes of sha256][kind][body]` and is fsynced before [`Spool::push`] or
 //! [`Spool::remove`] returns, so a batch counts as spooled only once it survives a crash. A torn
-//! or corrupt tail (the crash came mid-write) is dropped on opening; every record before it is
-//! whole. The pending batches are the ones without an acknowledgement, in the order written.
+//! or corrupt tail (the crash came mid-write) is dropped on opening. Damage in the middle of the
+//! log (a bad disk block, say) loses only what it hit: the bytes up to the next whole record are
+//! moved to `quarantine/` with a note of where they were, and every later record still counts.
+//! The pending batches are the ones without an acknowledgement, in the order written.
 //!
 //! The log is emptied when nothing is pending and rewritten with only the pending batches on
 //! opening, so it does not grow without bound.
@@ -57,6 +59,8 @@ pub struct Spool {
     pending: VecDeque<SubmitGamesRequest>,
     /// Set when a record was cut off or corrupt on opening.
     torn_tail: bool,
+    /// Damaged stretches found in the middle of the log on opening, as quarantined.
+    quarantined: Vec<PathBuf>,
 }
 
 fn checksum(kind: u8, body: &[u8]) -> [u8; 8] {
@@ -73,21 +77,48 @@ fn encode_record(kind: u8, body: &[u8]) -> Vec<u8> {
     record
 }
 
-/// The whole records at the start of `bytes` and the length they take.
-fn decode_records(bytes: &[u8]) -> (Vec<(u8, &[u8])>, usize) {
-    let mut records = Vec::new();
+/// The whole record at the start of `bytes`, as its kind, body and length, if there is one.
+fn record_at(bytes: &[u8]) -> Option<(u8, &[u8], usize)> {
+    let header = bytes.get(..HEADER)?;
+    let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
+    let kind = header[12];
+    let body = bytes.get(HEADER..HEADER.checked_add(len)?)?;
+    (matches!(kind, BATCH | ACK) && header[4..12] == checksum(kind, body)).then_some((kind, body, HEADER + len))
+}
+
+/// What a log's bytes hold.
+struct Decoded<'a> {
+    /// The whole records, in order.
+    records: Vec<(u8, &'a [u8])>,
+    /// Damaged stretches before a whole record, as byte ranges.
+    damaged: Vec<std::ops::Range<usize>>,
+    /// Where a damaged or cut-off tail begins (no whole record after it), if there is one.
+    tail: Option<usize>,
+}
+
+/// Every whole record of `bytes`: after a damaged one it looks for the next offset where a
+/// whole record starts (the checksum makes a false start all but impossible).
+fn decode_records(bytes: &[u8]) -> Decoded<'_> {
+    let mut decoded = Decoded { records: Vec::new(), damaged: Vec::new(), tail: None };
     let mut at = 0;
-    while let Some(header) = bytes.get(at..at + HEADER) {
-        let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
-        let kind = header[12];
-        let Some(body) = bytes.get(at + HEADER..at + HEADER + len) else { break };
-        if header[4..12] != checksum(kind, body) || !matches!(kind, BATCH | ACK) {
-            break;
+    while at < bytes.len() {
+        if let Some((kind, body, len)) = record_at(&bytes[at..]) {
+            decoded.records.push((kind, body));
+            at += len;
+            continue;
         }
-        records.push((kind, body));
-        at += HEADER + len;
+        match (at + 1..bytes.len()).find(|&next| record_at(&bytes[next..]).is_some()) {
+            Some(next) => {
+                decoded.damaged.push(at..next);
+                at = next;
+            }
+            None => {
+                decoded.tail = Some(at);
+                break;
+            }
+        }
     }
-    (records, at)
+    decoded
 }
 
 impl Spool {
@@ -102,9 +133,13 @@ impl Spool {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(err(e)),
         };
-        let (records, whole) = decode_records(&bytes);
+        let decoded = decode_records(&bytes);
+        let mut quarantined = Vec::new();
+        for range in &decoded.damaged {
+            quarantined.push(quarantine(dir, &bytes[range.clone()], range).map_err(err)?);
+        }
         let mut pending = VecDeque::new();
-        for (kind, body) in records {
+        for (kind, body) in decoded.records {
             if kind == ACK {
                 let key = String::from_utf8_lossy(body);
                 pending.retain(|b: &SubmitGamesRequest| b.idempotency_key != key);
@@ -124,12 +159,17 @@ impl Spool {
         fs::rename(&tmp, &path).map_err(err)?;
         sync_dir(dir).map_err(err)?;
         let file = OpenOptions::new().append(true).open(&path).map_err(err)?;
-        Ok(Spool { path, file, pending, torn_tail: whole < bytes.len() })
+        Ok(Spool { path, file, pending, torn_tail: decoded.tail.is_some(), quarantined })
     }
 
     /// Whether opening found (and dropped) a torn or corrupt last record.
     pub fn had_torn_tail(&self) -> bool {
         self.torn_tail
+    }
+
+    /// The files that opening moved damaged stretches of the log to (in `quarantine/`).
+    pub fn quarantined(&self) -> &[PathBuf] {
+        &self.quarantined
     }
 
     /// Batches waiting.
@@ -174,6 +214,26 @@ impl Spool {
     fn error(&self, source: io::Error) -> SpoolError {
         SpoolError { path: self.path.clone(), source }
     }
+}
+
+/// Keeps a damaged stretch of the log, found at `range`, in `dir/quarantine/` with a note of why;
+/// returns its file.
+fn quarantine(dir: &Path, bytes: &[u8], range: &std::ops::Range<usize>) -> io::Result<PathBuf> {
+    let folder = dir.join("quarantine");
+    fs::create_dir_all(&folder)?;
+    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let path = folder.join(format!("batches-{stamp}-{}-{}.bin", range.start, range.end));
+    fs::write(&path, bytes)?;
+    fs::write(
+        path.with_extension("txt"),
+        format!(
+            "{} bytes at offset {} of {LOG} failed their checksum; the records after them were kept.\n",
+            bytes.len(),
+            range.start
+        ),
+    )?;
+    sync_dir(&folder)?;
+    Ok(path)
 }
 
 #[cfg(unix)]
@@ -247,6 +307,29 @@ mod tests {
         let spool = Spool::open(dir.path()).unwrap();
         assert!(!spool.had_torn_tail());
         assert_eq!(keys(&spool), ["a", "c"]);
+    }
+
+    #[test]
+    fn damage_in_the_middle_is_quarantined_and_later_batches_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = Spool::open(dir.path()).unwrap();
+        for key in ["a", "b", "c"] {
+            spool.push(&batch(key, 2)).unwrap();
+        }
+        drop(spool);
+        let path = dir.path().join(LOG);
+        let mut bytes = fs::read(&path).unwrap();
+        let second = HEADER + batch("a", 2).encode_to_vec().len();
+        // A flipped bit in "b"'s body, and a length field of "b" ruined too.
+        bytes[second + HEADER + 3] ^= 0x10;
+        bytes[second] = 0xff;
+        fs::write(&path, &bytes).unwrap();
+        let spool = Spool::open(dir.path()).unwrap();
+        assert_eq!(keys(&spool), ["a", "c"]);
+        assert!(!spool.had_torn_tail());
+        let [kept] = spool.quarantined() else { panic!("{:?}", spool.quarantined()) };
+        assert_eq!(fs::read(kept).unwrap().len(), HEADER + batch("b", 2).encode_to_vec().len());
+        assert!(fs::read_to_string(kept.with_extension("txt")).unwrap().contains(&format!("offset {second}")));
     }
 
     #[test]
