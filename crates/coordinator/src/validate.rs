@@ -102,6 +102,33 @@ fn check_resignation(
     Ok(())
 }
 
+/// 2020-01-01 in Unix milliseconds: no game of this program is older.
+const EARLIEST_MS: i64 = 1_577_836_800_000;
+
+/// How far ahead of the coordinator's clock a worker's may run.
+const CLOCK_SKEW_MS: i64 = 10 * 60 * 1000;
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A game's start and end times (Unix ms) are plausible at `now`: from 2020 on, the end not
+/// before the start, neither in the future (beyond a little clock skew). Both 0 means the
+/// worker did not say.
+fn check_times(start: i64, end: i64, now: i64) -> Result<(), String> {
+    if (start, end) == (0, 0) {
+        return Ok(());
+    }
+    let latest = now.saturating_add(CLOCK_SKEW_MS);
+    if !(EARLIEST_MS..=latest).contains(&start) || !(start..=latest).contains(&end) {
+        return Err(format!(
+            "implausible times: started at {start}, ended at {end} (Unix ms; now {now}, the end must follow the \
+             start, both from 2020 on and not in the future)"
+        ));
+    }
+    Ok(())
+}
+
 /// Replays `sub` under the settings version it names (0: the version in force) and returns its
 /// records; the error names the game (by index and hex id) and the problem. `latest_model` is the
 /// newest published version (0 if none).
@@ -125,6 +152,7 @@ pub(crate) fn validate_game(
     if sub.plies.len() != sub.moves.len() {
         return Err(fail(format!("{} plies of search for {} moves", sub.plies.len(), sub.moves.len())));
     }
+    check_times(sub.start_time_ms, sub.end_time_ms, now_ms()).map_err(&fail)?;
     let claimed =
         GameResult::from_name(&sub.result).ok_or_else(|| fail(format!("unknown result {}", quote(&sub.result))))?;
     let settings_version = match sub.settings_version {
@@ -341,6 +369,17 @@ mod tests {
         let mut sub = two_move_draw();
         sub.result = "y".repeat(5000);
         assert!(validate_game(0, &sub, settings, 0, "w").unwrap_err().len() < 300);
+    }
+
+    #[test]
+    fn times_must_be_plausible() {
+        let now = 1_800_000_000_000;
+        assert_eq!(check_times(0, 0, now), Ok(()), "not given");
+        assert_eq!(check_times(now - 60_000, now, now), Ok(()));
+        assert_eq!(check_times(now, now + 60_000, now), Ok(()), "a little clock skew");
+        for (start, end) in [(now, now - 1), (-5, now), (1, 2), (now, now + 86_400_000), (i64::MAX, i64::MAX)] {
+            assert!(check_times(start, end, now).unwrap_err().contains("implausible times"), "{start} {end}");
+        }
     }
 
     #[test]
