@@ -140,15 +140,19 @@ fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(Sett
     Ok((settings, overridden, write))
 }
 
-/// The latest strength match, from the last row of `strength.csv`: the model and its Elo against
-/// the anchor.
-fn last_strength(csv: &Path) -> Option<String> {
+/// The named columns of the last row of a CSV file with a header, if it has them all.
+fn last_row(csv: &Path, names: &[&str]) -> Option<Vec<String>> {
     let text = std::fs::read_to_string(csv).ok()?;
     let mut lines = text.lines();
     let header: Vec<&str> = lines.next()?.split(',').collect();
     let row: Vec<&str> = lines.next_back()?.split(',').collect();
-    let field = |name: &str| header.iter().position(|h| *h == name).and_then(|i| row.get(i)).copied();
-    Some(format!(" | v{} Elo {} vs {}", field("version")?, field("elo")?, field("opponent")?))
+    names.iter().map(|name| Some(row.get(header.iter().position(|h| h == name)?)?.to_string())).collect()
+}
+
+/// The latest strength match, from `strength.csv`: the model and its Elo against the anchor.
+fn last_strength(csv: &Path) -> Option<String> {
+    let [version, elo, opponent] = <[String; 3]>::try_from(last_row(csv, &["version", "elo", "opponent"])?).ok()?;
+    Some(format!(" | v{version} Elo {elo} vs {opponent}"))
 }
 
 /// When the run began (Unix seconds): when its trainer saved the step-0 checkpoint.
@@ -178,20 +182,11 @@ fn wait_ready(coordinator: &mut Role, path: &Path, timeout: Duration) -> Result<
     }
 }
 
-/// The trainer's last step, from the last row of its `metrics.csv`.
+/// The trainer's last step, from its `metrics.csv`.
 fn last_step(metrics: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(metrics).ok()?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next()?.split(',').collect();
-    let row: Vec<&str> = lines.next_back()?.split(',').collect();
-    let field = |name: &str| header.iter().position(|h| *h == name).and_then(|i| row.get(i)).copied();
-    Some(format!(
-        "step {} policy {} value {} lr {}",
-        field("step")?,
-        field("policy_loss")?,
-        field("value_loss")?,
-        field("learning_rate")?
-    ))
+    let [step, policy, value, lr] =
+        <[String; 4]>::try_from(last_row(metrics, &["step", "policy_loss", "value_loss", "learning_rate"])?).ok()?;
+    Some(format!("step {step} policy {policy} value {value} lr {lr}"))
 }
 
 pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
@@ -388,4 +383,28 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         println!("stopped; run the same command again to resume");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_line_reads_the_last_rows_by_column_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let metrics = dir.path().join("metrics.csv");
+        std::fs::write(&metrics, "step,policy_loss,value_loss,learning_rate\n1,3.5,0.9,0.02\n2,3.4,0.8,0.02\n")
+            .unwrap();
+        assert_eq!(last_step(&metrics).as_deref(), Some("step 2 policy 3.4 value 0.8 lr 0.02"));
+        let strength = dir.path().join("strength.csv");
+        std::fs::write(
+            &strength,
+            format!("{}\n7,700,1,material@32,3,2,1,0.67,120.0,10.0,250.0\n", crate::strength::HEADER),
+        )
+        .unwrap();
+        assert_eq!(last_strength(&strength).as_deref(), Some(" | v7 Elo 120.0 vs material@32"));
+        std::fs::write(&strength, "version,elo\n7,120\n").unwrap();
+        assert_eq!(last_strength(&strength), None, "a column is missing");
+        assert_eq!(last_step(&dir.path().join("absent.csv")), None);
+    }
 }
