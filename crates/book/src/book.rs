@@ -168,7 +168,12 @@ impl Book {
             .map_err(|source| self.sqlite(source))
     }
 
-    fn sqlite(&self, source: rusqlite::Error) -> BookError {
+    /// The open connection (for the exports).
+    pub(crate) fn connection(&self) -> &Connection {
+        &self.conn
+    }
+
+    pub(crate) fn sqlite(&self, source: rusqlite::Error) -> BookError {
         BookError::Sqlite { path: self.path.clone(), source }
     }
 

@@ -47,6 +47,14 @@ pub enum BookError {
         #[source]
         source: rusqlite::Error,
     },
+    /// Writing an export failed.
+    #[error("exporting to {}: {message}", path.display())]
+    Export {
+        /// The output file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
     /// A file system operation failed.
     #[error("I/O error on {}", path.display())]
     Io {

@@ -76,6 +76,7 @@ mod builder;
 mod canon;
 pub mod ecco;
 mod error;
+mod export;
 mod schema;
 
 pub use book::{Book, BookMove, Entry, SuiteConfig, SuiteEntry};

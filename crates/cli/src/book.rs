@@ -48,8 +48,10 @@ pub enum BookCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Write part of a book in another format: `epd`, an opening suite for `xqz eval match
-    /// --openings` (balanced positions at one ply, spread over the ECCO families).
+    /// Write a book in another format: `parquet`, every position and move as one table for
+    /// pyarrow and duckdb; `epd`, an opening suite for `xqz eval match --openings` (balanced
+    /// positions at one ply, spread over the ECCO families; --ply, --count, --balance and
+    /// --min-games choose them).
     Export {
         /// The book file.
         book: PathBuf,
@@ -77,6 +79,9 @@ pub enum BookCommand {
 /// What `xqz book export` writes.
 #[derive(Copy, Clone, Debug, clap::ValueEnum)]
 pub enum ExportFormat {
+    /// One row per position and move: FEN, the move in ICCS and Chinese notation, games, W/D/L,
+    /// average length, earliest ply, value, visits, prior, ECCO code and opening.
+    Parquet,
     /// An opening suite, one position per line: the FEN, then `;`-separated fields (ECCO code,
     /// opening, games, score), as EPD writes operations.
     Epd,
@@ -91,6 +96,11 @@ pub fn run(command: BookCommand) -> Result<()> {
         BookCommand::Export { book, format: ExportFormat::Epd, out, ply, count, balance, min_games } => {
             anyhow::ensure!((0.0..=0.5).contains(&balance), "--balance {balance} must be 0 to 0.5");
             export_suite(&book, &out, SuiteConfig { ply, count, balance, min_games })
+        }
+        BookCommand::Export { book, format: ExportFormat::Parquet, out, .. } => {
+            let rows = Book::open(&book)?.export_parquet(&out)?;
+            println!("{}: {rows} rows (positions and moves)", out.display());
+            Ok(())
         }
     }
 }

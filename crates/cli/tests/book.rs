@@ -198,3 +198,29 @@ fn xqz_uci_plays_from_a_book_while_in_it() {
     );
     assert!(stdout.contains("bestmove ") && !stdout.contains("book move"), "{stdout}");
 }
+
+#[test]
+fn book_export_parquet_is_read_by_pyarrow() {
+    let root = tempfile::tempdir().unwrap();
+    let book = built(root.path());
+    let table = root.path().join("book.parquet");
+    let out = xqz(&["book", "export", &book, "--format", "parquet", "--out", table.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("5 rows"), "{}", text(&out.stdout));
+    let script = r#"
+import sys
+import pyarrow.parquet as pq
+t = pq.read_table(sys.argv[1]).to_pylist()
+assert len(t) == 5, t
+start = [r for r in t if r["fen"].startswith("rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w")]
+assert len(start) == 1 and start[0]["games"] == 3, start
+r = start[0]
+assert (r["wins"], r["draws"], r["losses"]) == (1, 1, 1), r
+assert r["chinese"] in ("炮二平五", "炮八平五") and r["value"] is None, r
+assert all(x["min_ply"] >= 0 and x["avg_plies"] == 4.0 for x in t), t
+print("ok")
+"#;
+    let python = xqz_test_support::python::python("pyarrow");
+    let out = Command::new(python).args(["-c", script]).arg(&table).output().unwrap();
+    assert!(out.status.success() && text(&out.stdout).contains("ok"), "{}{}", text(&out.stdout), text(&out.stderr));
+}
