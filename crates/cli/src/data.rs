@@ -28,6 +28,10 @@ pub enum DataCommand {
         /// Width of the histogram's buckets in plies.
         #[arg(long, default_value_t = 20)]
         bucket: u32,
+        /// One JSON object (`shards`, `games`, `samples`, `results`, `terminations`,
+        /// `model_versions`, `mean_length`, `lengths`) instead of the report.
+        #[arg(long)]
+        json: bool,
     },
     /// Export to Parquet (games.parquet and samples.parquet in a folder) or to PGN, as Xiangqi
     /// tools read it (moves in one --notation).
@@ -54,6 +58,32 @@ pub enum ExportFormat {
     Pgn,
 }
 
+/// A dataset's statistics as one JSON object, for other tools.
+fn stats_json(stats: &DatasetStats) -> serde_json::Value {
+    let results: serde_json::Map<String, serde_json::Value> =
+        stats.results.iter().map(|(result, n)| (result.name().to_string(), (*n).into())).collect();
+    let terminations: Vec<serde_json::Value> = stats
+        .terminations
+        .iter()
+        .map(|((reason, article), n)| {
+            serde_json::json!({ "reason": reason, "article": article, "red": n.red, "black": n.black, "draw": n.draw })
+        })
+        .collect();
+    let models: serde_json::Map<String, serde_json::Value> =
+        stats.model_versions.iter().map(|(v, n)| (v.to_string(), (*n).into())).collect();
+    let quantile = |q: f64| stats.lengths.get(((stats.lengths.len().saturating_sub(1)) as f64 * q) as usize).copied();
+    serde_json::json!({
+        "shards": stats.shards,
+        "games": stats.games,
+        "samples": stats.samples,
+        "results": results,
+        "terminations": terminations,
+        "model_versions": models,
+        "mean_length": crate::ladder::finite(stats.mean_length()),
+        "lengths": { "min": stats.lengths.first(), "median": quantile(0.5), "max": stats.lengths.last() },
+    })
+}
+
 pub fn run(command: DataCommand) -> Result<()> {
     match run_command(command) {
         // `xqz data ... | head` is not an error.
@@ -75,11 +105,11 @@ fn emit(text: &str) -> Result<()> {
 fn run_command(command: DataCommand) -> Result<()> {
     match command {
         DataCommand::Inspect { dir, verify } => inspect(&dir, verify),
-        DataCommand::Stats { dir, bucket } => {
+        DataCommand::Stats { dir, bucket, json } => {
             let dataset = open(&dir)?;
             report_ignored(&dataset);
             let stats = DatasetStats::compute(&dataset)?;
-            emit(&stats.render(bucket))
+            if json { emit(&format!("{}\n", stats_json(&stats))) } else { emit(&stats.render(bucket)) }
         }
         DataCommand::Export { dir, format, out, notation } => {
             let dataset = open(&dir)?;

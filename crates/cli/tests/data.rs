@@ -64,6 +64,20 @@ fn stats_prints_results_terminations_and_a_histogram() {
     for needle in ["games 6", "results", "terminations", "max_length", "game length (plies)", "30-39"] {
         assert!(stdout.contains(needle), "no {needle:?} in\n{stdout}");
     }
+    // The same as one JSON object.
+    let out = xqz(&["data", "stats", dir.path().to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["games"], 6, "{stats}");
+    let by_result: u64 = stats["results"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    let by_reason: u64 = stats["terminations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| ["red", "black", "draw"].iter().map(|k| t[*k].as_u64().unwrap()).sum::<u64>())
+        .sum();
+    assert_eq!((by_result, by_reason), (6, 6), "{stats}");
+    assert!(stats["lengths"]["min"].as_u64() <= stats["lengths"]["max"].as_u64(), "{stats}");
 }
 
 #[test]
