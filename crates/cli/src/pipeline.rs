@@ -140,6 +140,9 @@ fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(Sett
     Ok((settings, overridden, write))
 }
 
+/// How often `xqz run` prints its status as a plain line when it has no terminal.
+const PLAIN_STATUS_EVERY: Duration = Duration::from_secs(30);
+
 /// The named columns of the last row of a CSV file with a header, if it has them all.
 fn last_row(csv: &Path, names: &[&str]) -> Option<Vec<String>> {
     let text = std::fs::read_to_string(csv).ok()?;
@@ -318,6 +321,8 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     let start = Instant::now();
     let deadline = args.minutes.map(|m| start + Duration::from_secs_f64(m * 60.0));
     let mut previous: Option<(Instant, u64)> = None;
+    // Without a terminal (a log file, CI) the spinner draws nothing: a plain line now and then.
+    let mut last_line = Instant::now();
     let outcome = loop {
         if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
             break Ok(());
@@ -340,10 +345,15 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             previous = Some((now, stats.samples));
             let step = last_step(&dir.join("trainer/metrics.csv")).unwrap_or_else(|| "waiting for data".into());
             let strength = last_strength(&dir.join("strength.csv")).unwrap_or_default();
-            bar.set_message(format!(
+            let line = format!(
                 "model v{} | {} games, {} positions ({rate:.0}/s) | {step}{strength}",
                 stats.latest_model_version, stats.games, stats.samples
-            ));
+            );
+            if bar.is_hidden() && last_line.elapsed() >= PLAIN_STATUS_EVERY {
+                last_line = Instant::now();
+                println!("{:.0}s {line}", start.elapsed().as_secs_f64());
+            }
+            bar.set_message(line);
         }
         bar.tick();
         std::thread::sleep(Duration::from_secs(2));

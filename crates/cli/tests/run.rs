@@ -27,6 +27,10 @@ fn the_local_pipeline_publishes_models_that_workers_play() {
         log("trainer.log")
     );
 
+    // Without a terminal, the status comes as plain lines.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.lines().any(|l| l.contains("s model v") && l.contains(" games, ")), "{stdout}");
+
     let models: Vec<_> = std::fs::read_dir(dir.join("coordinator/models"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
