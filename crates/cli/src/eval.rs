@@ -27,6 +27,13 @@ pub enum EvalCommand {
     /// Rate every player in a folder's match games jointly (Bradley-Terry) and plot Elo
     /// against training steps.
     Ladder(LadderArgs),
+    /// Plot a run folder's curves now, as `xqz run` does when it stops: `losses.svg` and
+    /// `strength.svg` (Elo against the anchor over hours).
+    Plot {
+        /// The run folder (`runs/NAME`).
+        #[arg(long)]
+        run: PathBuf,
+    },
 }
 
 /// Options of `xqz eval match`.
@@ -141,6 +148,14 @@ pub fn run(command: EvalCommand) -> Result<ExitCode> {
                 Some(SprtState::AcceptH0) => EXIT_H0,
                 Some(SprtState::Continue) => EXIT_UNDECIDED,
             }))
+        }
+        EvalCommand::Plot { run } => {
+            let done = crate::pipeline::plot_run(&run);
+            anyhow::ensure!(!done.is_empty(), "{} has neither trainer/metrics.csv nor strength.csv", run.display());
+            for line in done {
+                println!("{line}");
+            }
+            Ok(ExitCode::SUCCESS)
         }
         EvalCommand::Ladder(args) => {
             crate::ladder::run(&args.run, args.prior_draws, args.anchor.as_deref(), args.json)?;
