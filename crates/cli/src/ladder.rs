@@ -48,10 +48,24 @@ pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>, json: bool) -> Re
         let pinned = entrants.remove(at);
         entrants.insert(0, pinned);
     }
+    // Ratings mean something only between players that games connect, directly or through
+    // others: those the anchor's games never reach are left out, and said so.
+    let reached = connected(&games, &entrants[0].0);
+    let (entrants, apart): (Vec<Entrant>, Vec<Entrant>) = entrants.into_iter().partition(|e| reached.contains(&e.0));
+    if !apart.is_empty() {
+        let names: Vec<&str> = apart.iter().map(|e| e.0.as_str()).collect();
+        eprintln!(
+            "left out of the ladder: {} (no games connect them to {}): {}",
+            names.len(),
+            entrants[0].0,
+            names.join(", ")
+        );
+    }
+    let games: Vec<&Games> = games.iter().filter(|g| reached.contains(&g.0.0)).collect();
     let index: BTreeMap<&str, usize> = entrants.iter().enumerate().map(|(i, e)| (e.0.as_str(), i)).collect();
     let mut met: BTreeMap<(usize, usize), Encounter> = BTreeMap::new();
     let mut played = vec![0u32; entrants.len()];
-    for (a, b, w, d, l) in &games {
+    for &(a, b, w, d, l) in &games {
         let (i, j) = (index[a.0.as_str()], index[b.0.as_str()]);
         if i == j {
             continue;
@@ -97,7 +111,42 @@ pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>, json: bool) -> Re
     Ok(())
 }
 
+/// The players that games connect to `anchor`, directly or through others, the anchor included.
+fn connected(games: &[Games], anchor: &str) -> std::collections::BTreeSet<String> {
+    let mut reached = std::collections::BTreeSet::from([anchor.to_string()]);
+    loop {
+        let before = reached.len();
+        for g in games {
+            if reached.contains(&g.0.0) || reached.contains(&g.1.0) {
+                reached.insert(g.0.0.clone());
+                reached.insert(g.1.0.clone());
+            }
+        }
+        if reached.len() == before {
+            return reached;
+        }
+    }
+}
+
 /// A number for JSON: `null` where it is not finite (JSON has no infinity).
 pub fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_players_that_games_connect_to_the_anchor_are_rated_together() {
+        let player = |name: &str| (name.to_string(), None);
+        let games: Vec<Games> = vec![
+            (player("a"), player("b"), 1, 0, 0),
+            (player("b"), player("c"), 0, 1, 0),
+            (player("x"), player("y"), 2, 0, 0),
+        ];
+        let reached: Vec<String> = connected(&games, "c").into_iter().collect();
+        assert_eq!(reached, ["a", "b", "c"]);
+        assert_eq!(connected(&games, "y").len(), 2);
+    }
 }
