@@ -108,10 +108,6 @@ const EARLIEST_MS: i64 = 1_577_836_800_000;
 /// How far ahead of the coordinator's clock a worker's may run.
 const CLOCK_SKEW_MS: i64 = 10 * 60 * 1000;
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
-
 /// A game's start and end times (Unix ms) are plausible at `now`: from 2020 on, the end not
 /// before the start, neither in the future (beyond a little clock skew). Both 0 means the
 /// worker did not say.
@@ -152,7 +148,7 @@ pub(crate) fn validate_game(
     if sub.plies.len() != sub.moves.len() {
         return Err(fail(format!("{} plies of search for {} moves", sub.plies.len(), sub.moves.len())));
     }
-    check_times(sub.start_time_ms, sub.end_time_ms, now_ms()).map_err(&fail)?;
+    check_times(sub.start_time_ms, sub.end_time_ms, crate::service::now_ms()).map_err(&fail)?;
     let claimed =
         GameResult::from_name(&sub.result).ok_or_else(|| fail(format!("unknown result {}", quote(&sub.result))))?;
     let settings_version = match sub.settings_version {
