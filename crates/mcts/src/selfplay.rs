@@ -63,6 +63,10 @@ pub struct SelfPlayConfig {
     pub root_policy_temperature: f32,
     /// The policy target of a full search.
     pub policy_target: PolicyTarget,
+    /// Gumbel root search with sequential halving over this many root moves ([`Tree::plan_gumbel`],
+    /// for full and cheap searches alike); 0 searches the root by PUCT. Its Gumbel noise takes
+    /// the place of the root's Dirichlet noise and of the move temperature.
+    pub gumbel_considered: u32,
     /// Resignation; `None` plays every game to its end.
     pub resign: Option<ResignConfig>,
     /// Rules and limits of the games.
@@ -301,21 +305,37 @@ impl Slot {
         let config = &self.config;
         self.full = self.rng.random_bool(config.full_search_probability.clamp(0.0, 1.0));
         self.target = if self.full { config.playouts } else { config.cheap_playouts }.max(1);
-        self.root_pending = self.full;
+        self.root_pending = self.full || config.gumbel_considered > 0;
+        // A root kept from the last move is ready now, before its first selections.
+        self.prepare_root();
     }
 
-    /// After evaluations: the root's priors tempered and noised once it is expanded, then a move
-    /// once the search is done. Returns the finished game, if this move ended it.
-    fn advance(&mut self) -> Option<SelfPlayGame> {
-        let config = self.config.clone();
-        if self.root_pending && self.tree.root_expanded() {
+    /// Once the root is expanded: the priors of a full search kept, tempered and noised, and
+    /// the Gumbel plan made.
+    fn prepare_root(&mut self) {
+        if !self.root_pending || !self.tree.root_expanded() {
+            return;
+        }
+        let config = &self.config;
+        if self.full {
             self.priors = self.tree.root().children.iter().map(|c| c.2).collect();
             self.tree.temper_root_priors(config.root_policy_temperature);
-            if config.dirichlet_fraction > 0.0 {
+            if config.dirichlet_fraction > 0.0 && config.gumbel_considered == 0 {
                 self.tree.add_root_noise(config.dirichlet_alpha, config.dirichlet_fraction, &mut self.rng);
             }
-            self.root_pending = false;
         }
+        if config.gumbel_considered > 0 {
+            let budget = self.target.saturating_sub(self.tree.playouts());
+            self.tree.plan_gumbel(config.gumbel_considered as usize, budget, Some(&mut self.rng));
+        }
+        self.root_pending = false;
+    }
+
+    /// After evaluations: the root prepared once it is expanded, then a move once the search is
+    /// done. Returns the finished game, if this move ended it.
+    fn advance(&mut self) -> Option<SelfPlayGame> {
+        let config = self.config.clone();
+        self.prepare_root();
         if !self.tree.root_expanded() || self.tree.playouts() < self.target {
             return None;
         }
@@ -324,7 +344,10 @@ impl Slot {
         let side = self.tree.game().position().turn();
         let temperature =
             if (ply as u32) < config.temperature_plies { config.temperature } else { config.late_temperature };
-        let mv = root.sample_move(temperature, &mut self.rng).expect("an ongoing game has moves");
+        let mv = match self.tree.gumbel_move() {
+            Some(mv) => mv,
+            None => root.sample_move(temperature, &mut self.rng).expect("an ongoing game has moves"),
+        };
         let policy = if self.full { config.policy_target.of(&root, &self.priors) } else { root.policy() };
         self.plies.push(PlyRecord { policy, root_wdl: root.wdl, full_search: self.full, playouts: root.playouts() });
         if let Some(resign) = config.resign {

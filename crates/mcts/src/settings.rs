@@ -72,6 +72,11 @@ pub struct PlaySettings {
     /// values) or q-softmax (the softmax of the searched values alone).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = PlaySettings::default().policy_target))]
     pub policy_target: PolicyTarget,
+    /// Gumbel root search (Gumbel MuZero's sequential halving) over this many root moves, 2 to
+    /// 256, for full and cheap searches; its Gumbel noise replaces the root's Dirichlet noise and
+    /// the move temperatures. 0: PUCT at the root.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = PlaySettings::default().gumbel_considered))]
+    pub gumbel_considered: u32,
     /// Longest forced mate by checks, in moves, that searches look for at each leaf (one more at
     /// the root), 1 to 4.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = PlaySettings::default().mate_moves))]
@@ -115,6 +120,7 @@ impl Default for PlaySettings {
             dirichlet_alpha: 0.25,
             dirichlet_fraction: 0.25,
             policy_target: PolicyTarget::QSoftmax,
+            gumbel_considered: 0,
             // Self-play searches for mates as far as evaluation searches do.
             mate_moves: SearchConfig::default().mate_moves,
             // A minor piece, or a rook: one or two pawns ahead at the cap is noise, not a win.
@@ -185,6 +191,12 @@ impl PlaySettings {
             "a positive, finite number",
         )?;
         check(unit(f64::from(self.dirichlet_fraction)), "dirichlet_fraction", self.dirichlet_fraction, "0 to 1")?;
+        check(
+            self.gumbel_considered == 0 || (2..=256).contains(&self.gumbel_considered),
+            "gumbel_considered",
+            self.gumbel_considered,
+            "0 (off) or 2 to 256",
+        )?;
         check((1..=4).contains(&self.mate_moves), "mate_moves", self.mate_moves, "1 to 4")?;
         check((-1.0..=1.0).contains(&self.resign_threshold), "resign_threshold", self.resign_threshold, "-1 to 1")?;
         check(self.resign_consecutive >= 1, "resign_consecutive", self.resign_consecutive, "1 or more")?;
@@ -234,6 +246,7 @@ impl PlaySettings {
             late_temperature: self.late_temperature,
             root_policy_temperature: self.root_policy_temperature,
             policy_target: self.policy_target,
+            gumbel_considered: self.gumbel_considered,
             resign: self.resign_config(),
             game: self.game_config(),
             reuse_tree: true,
@@ -369,6 +382,7 @@ mod tests {
             ruleset: Ruleset::Wxf,
             policy_target: PolicyTarget::CompletedQ,
             late_temperature: 0.3,
+            gumbel_considered: 16,
             resign: false,
             ..settings
         };
@@ -377,7 +391,7 @@ mod tests {
 
     #[test]
     fn every_range_is_checked() {
-        let bad: [(&str, PlaySettings); 12] = [
+        let bad: [(&str, PlaySettings); 14] = [
             ("playouts", PlaySettings { playouts: 0, ..Default::default() }),
             ("cheap_playouts", PlaySettings { cheap_playouts: 0, ..Default::default() }),
             ("full_search_probability", PlaySettings { full_search_probability: 1.5, ..Default::default() }),
@@ -386,6 +400,8 @@ mod tests {
             ("late_temperature", PlaySettings { late_temperature: f32::INFINITY, ..Default::default() }),
             ("root_policy_temperature", PlaySettings { root_policy_temperature: 0.0, ..Default::default() }),
             ("dirichlet_alpha", PlaySettings { dirichlet_alpha: 0.0, ..Default::default() }),
+            ("gumbel_considered", PlaySettings { gumbel_considered: 1, ..Default::default() }),
+            ("gumbel_considered", PlaySettings { gumbel_considered: 257, ..Default::default() }),
             ("mate_moves", PlaySettings { mate_moves: 5, ..Default::default() }),
             ("resign_threshold", PlaySettings { resign_threshold: -2.0, ..Default::default() }),
             ("resign_consecutive", PlaySettings { resign_consecutive: 0, ..Default::default() }),

@@ -1,7 +1,8 @@
 //! The search tree: PUCT selection with first-play urgency and virtual loss, expansion from an
 //! evaluator's answer, backup, terminal nodes judged by [`Game`], nodes whose side to move mates
 //! at once or by a few checks settled as losses without an evaluation, proven wins and losses
-//! carried up the tree (an MCTS solver), and reuse of a subtree after a move.
+//! carried up the tree (an MCTS solver), reuse of a subtree after a move, and Gumbel MuZero's root
+//! search with sequential halving ([`Tree::plan_gumbel`]).
 //!
 //! Values are stored from the point of view of the player who made the move into a node, so a
 //! parent picks the child with the best value for itself. Nodes are never shared between paths
@@ -242,6 +243,22 @@ impl RootStats {
     }
 
     fn softmax_of_completed_q(&self, priors: &[f32], with_prior: bool) -> Vec<(Move, f32)> {
+        let sigma = self.sigma_completed_q(priors);
+        let logits: Vec<f32> =
+            priors.iter().zip(&sigma).map(|(&p, &s)| if with_prior { p.max(1e-8).ln() + s } else { s }).collect();
+        let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let weights: Vec<f32> = logits.iter().map(|l| (l - top).exp()).collect();
+        let total: f32 = weights.iter().sum();
+        self.children.iter().zip(weights).map(|(c, w)| (c.0, w / total)).collect()
+    }
+
+    /// Gumbel MuZero's `sigma(completed q)` of each root move: its searched value, or for an
+    /// unvisited move the prior-weighted mean of the visited ones, rescaled to [0, 1] by the
+    /// lowest and highest of them and scaled by `(50 + max visits) * 0.1`.
+    ///
+    /// # Panics
+    /// If `priors` has not one entry per root move.
+    fn sigma_completed_q(&self, priors: &[f32]) -> Vec<f32> {
         const C_VISIT: f32 = 50.0;
         const C_SCALE: f32 = 0.1;
         assert_eq!(priors.len(), self.children.len(), "one prior per root move");
@@ -261,18 +278,7 @@ impl RootStats {
         // target by as little, leaving it near uniform whatever the search found.
         let (low, high) = completed.iter().fold((f32::INFINITY, f32::NEG_INFINITY), |(l, h), &q| (l.min(q), h.max(q)));
         let spread = (high - low).max(1e-6);
-        let logits: Vec<f32> = priors
-            .iter()
-            .zip(&completed)
-            .map(|(&p, &q)| {
-                let prior = if with_prior { p.max(1e-8).ln() } else { 0.0 };
-                prior + scale * (q - low) / spread
-            })
-            .collect();
-        let top = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-        let weights: Vec<f32> = logits.iter().map(|l| (l - top).exp()).collect();
-        let total: f32 = weights.iter().sum();
-        self.children.iter().zip(weights).map(|(c, w)| (c.0, w / total)).collect()
+        completed.iter().map(|&q| scale * (q - low) / spread).collect()
     }
 
     /// The move to play: the quickest forced win if the search found one; else the most visited
@@ -374,6 +380,36 @@ pub struct Tree {
     /// [`SearchConfig::mate_moves`] of the last selection, for the root's own mates when the
     /// root is expanded or replaced by [`Tree::advance`] (which get no config).
     mate_moves: u32,
+    /// The root search's sequential halving, while a Gumbel search runs ([`Tree::plan_gumbel`]).
+    gumbel: Option<GumbelPlan>,
+}
+
+/// Sequential halving over the root's moves (Danihelka et al. 2022, "Policy improvement by
+/// planning with Gumbel"): the `considered` moves with the highest Gumbel noise plus log prior
+/// are searched in `log2(considered)` phases; each phase gives every move still in the running
+/// the same share of the playouts and then keeps the better half by noise + log prior +
+/// `sigma(completed q)`. Below the root the search is PUCT as before.
+#[derive(Clone, Debug)]
+struct GumbelPlan {
+    /// The root moves still in the running: their node and their Gumbel noise plus log prior.
+    survivors: Vec<(usize, f32)>,
+    /// Visits of each root move (by its index among the root's children) when the plan was made:
+    /// visits reused from an earlier search do not count toward a phase.
+    base: Vec<u32>,
+    /// New playouts the plan spreads.
+    budget: u32,
+    /// Phases in all: `ceil(log2(considered))`, at least 1.
+    phases: u32,
+    /// New visits each survivor is to have by the end of the current phase.
+    target: u32,
+}
+
+impl GumbelPlan {
+    /// New visits each of `survivors` moves gets in one phase: an even share of the budget's
+    /// part for the phase, at least one.
+    fn allotment(&self, survivors: usize) -> u32 {
+        (self.budget / (self.phases * survivors as u32).max(1)).max(1)
+    }
 }
 
 /// Raises `priors` to the power `1 / temperature` and normalises them again (left as they are if
@@ -446,6 +482,7 @@ impl Tree {
             nodes: vec![Node::new(Move::from_u16(0).expect("move code 0"), 1.0)],
             game,
             mate_moves: SearchConfig::default().mate_moves,
+            gumbel: None,
         }
     }
 
@@ -520,6 +557,112 @@ impl Tree {
         }
     }
 
+    /// Starts a Gumbel root search (see [`GumbelPlan`]) of `budget` more playouts over the
+    /// `considered` root moves with the highest `g + log prior`, where `g` is Gumbel(0, 1) noise
+    /// drawn from `rng`, or 0 for every move without one (a search that is to play its best, not
+    /// explore). Until [`Tree::advance`], the root's selections follow the plan and
+    /// [`Tree::gumbel_move`] names the move to play.
+    ///
+    /// ```
+    /// use rand::SeedableRng;
+    /// use xiangqi::game::Game;
+    /// use xqz_mcts::{SearchConfig, Tree, UniformEvaluator, search};
+    ///
+    /// let mut tree = Tree::new(Game::new(Default::default()));
+    /// search(&mut tree, &mut UniformEvaluator, 0, &SearchConfig::default())?; // the root alone
+    /// let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    /// tree.plan_gumbel(8, 16, Some(&mut rng));
+    /// search(&mut tree, &mut UniformEvaluator, 16, &SearchConfig::default())?;
+    /// // 8 moves once each, then 4 twice, then 2 with what is left: at most 8 moves visited.
+    /// assert!(tree.root().children.iter().filter(|c| c.1 > 0).count() <= 8);
+    /// assert!(tree.gumbel_move().is_some());
+    /// # Ok::<(), xqz_mcts::EvalError>(())
+    /// ```
+    ///
+    /// # Panics
+    /// If the root is not expanded yet, or `considered` is 0.
+    pub fn plan_gumbel<R: Rng>(&mut self, considered: usize, budget: u32, rng: Option<&mut R>) {
+        assert!(self.root_expanded(), "a Gumbel search plans over an expanded root");
+        assert!(considered > 0, "a Gumbel search considers at least one move");
+        let range = self.children(0);
+        let mut scored: Vec<(usize, f32)> = match rng {
+            Some(rng) => range
+                .clone()
+                .map(|i| {
+                    // Gumbel(0, 1) by inversion; the open interval keeps both logarithms finite.
+                    let u: f32 = rng.random_range(f32::EPSILON..1.0);
+                    (i, -(-u.ln()).ln() + self.nodes[i].prior.max(1e-8).ln())
+                })
+                .collect(),
+            None => range.clone().map(|i| (i, self.nodes[i].prior.max(1e-8).ln())).collect(),
+        };
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        scored.truncate(considered);
+        let phases = (scored.len() as f32).log2().ceil().max(1.0) as u32;
+        let mut plan = GumbelPlan {
+            base: range.map(|i| self.nodes[i].visits).collect(),
+            budget,
+            phases,
+            target: 0,
+            survivors: scored,
+        };
+        plan.target = plan.allotment(plan.survivors.len());
+        self.gumbel = Some(plan);
+    }
+
+    /// The root move to search next under the Gumbel plan: the survivor with the fewest new
+    /// visits below the phase's target; at the end of a phase, the better half goes on. `None`
+    /// while the phase's last selections wait for their evaluations.
+    fn gumbel_child(&mut self) -> Option<usize> {
+        loop {
+            let plan = self.gumbel.as_ref().expect("a Gumbel plan");
+            let first = self.nodes[0].first_child as usize;
+            let started = |i: usize| self.nodes[i].visits + self.nodes[i].in_flight - plan.base[i - first];
+            if plan.survivors.len() == 1 {
+                return Some(plan.survivors[0].0);
+            }
+            if let Some(&(next, _)) =
+                plan.survivors.iter().filter(|&&(i, _)| started(i) < plan.target).min_by_key(|&&(i, _)| started(i))
+            {
+                return Some(next);
+            }
+            if plan.survivors.iter().any(|&(i, _)| self.nodes[i].in_flight > 0) {
+                return None;
+            }
+            let sigma = self.root_sigma();
+            let first = self.nodes[0].first_child as usize;
+            let plan = self.gumbel.as_mut().expect("a Gumbel plan");
+            plan.survivors.sort_by(|a, b| (b.1 + sigma[b.0 - first]).total_cmp(&(a.1 + sigma[a.0 - first])));
+            plan.survivors.truncate(plan.survivors.len().div_ceil(2));
+            plan.target += plan.allotment(plan.survivors.len());
+        }
+    }
+
+    /// `sigma(completed q)` of each root move, by its index among the root's children.
+    fn root_sigma(&self) -> Vec<f32> {
+        let root = self.root();
+        let priors: Vec<f32> = root.children.iter().map(|c| c.2).collect();
+        root.sigma_completed_q(&priors)
+    }
+
+    /// The move a Gumbel search plays ([`Tree::plan_gumbel`]), if one was planned: the quickest
+    /// forced win if the search proved one, else the survivor with the highest noise + log prior
+    /// + `sigma(completed q)` that is not a proven loss (unless all are).
+    pub fn gumbel_move(&self) -> Option<Move> {
+        let plan = self.gumbel.as_ref()?;
+        let root = self.root();
+        if root.mates.iter().any(Option::is_some) {
+            return root.best_move();
+        }
+        let first = self.nodes[0].first_child as usize;
+        let sigma = self.root_sigma();
+        let score = |&(i, g): &(usize, f32)| g + sigma[i - first];
+        let open = plan.survivors.iter().filter(|&&(i, _)| self.nodes[i].state.loss_in().is_none());
+        let best = open.max_by(|a, b| score(a).total_cmp(&score(b)));
+        best.or_else(|| plan.survivors.iter().max_by(|a, b| score(a).total_cmp(&score(b))))
+            .map(|&(i, _)| self.nodes[i].mv)
+    }
+
     /// Walks from the root to a leaf by PUCT, adding virtual loss on the way.
     pub fn select(&mut self, config: &SearchConfig) -> Selection {
         self.mate_moves = config.mate_moves.max(1);
@@ -540,7 +683,16 @@ impl Tree {
                     return self.settle(&path, state);
                 }
                 State::Expanded => {
-                    let child = self.best_child(node, config);
+                    let child = if node == 0 && self.gumbel.is_some() {
+                        match self.gumbel_child() {
+                            Some(child) => child,
+                            // Every move of the phase is waiting for its evaluation; the
+                            // halving needs their values.
+                            None => return Selection::Collision,
+                        }
+                    } else {
+                        self.best_child(node, config)
+                    };
                     self.nodes[child].in_flight += 1;
                     moves.push(self.nodes[child].mv);
                     path.push(child as u32);
@@ -796,6 +948,7 @@ impl Tree {
     /// # Panics
     /// If `mv` is illegal, or ends the game.
     pub fn advance(&mut self, mv: Move) {
+        self.gumbel = None;
         let child = self.children(0).find(|&i| self.nodes[i].mv == mv);
         let mut game = self.game.clone();
         game.push(mv).expect("a legal move");

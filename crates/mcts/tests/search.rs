@@ -4,6 +4,9 @@
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
 use xiangqi::game::{Game, GameConfig, Reason};
 use xiangqi::{Move, Position};
 use xqz_mcts::{
@@ -509,10 +512,15 @@ fn short_config() -> SelfPlayConfig {
 
 #[test]
 fn self_play_games_replay_from_their_seeds() {
-    let config = short_config();
+    for config in [short_config(), SelfPlayConfig { gumbel_considered: 8, ..short_config() }] {
+        assert_games_replay_from_their_seeds(&config);
+    }
+}
+
+fn assert_games_replay_from_their_seeds(config: &SelfPlayConfig) {
     let games = Mutex::new(Vec::new());
     let stats =
-        self_play(&config, MaterialEvaluator, 8, &AtomicBool::new(false), |g| games.lock().unwrap().push(g)).unwrap();
+        self_play(config, MaterialEvaluator, 8, &AtomicBool::new(false), |g| games.lock().unwrap().push(g)).unwrap();
     let mut games = games.into_inner().unwrap();
     games.sort_by_key(|g| g.index);
     assert_eq!(games.iter().map(|g| g.index).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
@@ -520,7 +528,7 @@ fn self_play_games_replay_from_their_seeds() {
     assert_eq!(stats.moves, games.iter().map(|g| g.plies.len() as u64).sum::<u64>());
     for g in &games {
         assert!(g.game.outcome().is_over());
-        let again = replay(&config, &mut MaterialEvaluator, g.index).unwrap();
+        let again = replay(config, &mut MaterialEvaluator, g.index).unwrap();
         assert_eq!(again.seed, g.seed);
         assert_eq!(again.game.moves().collect::<Vec<_>>(), g.game.moves().collect::<Vec<_>>(), "game {}", g.index);
         assert_eq!(again.plies, g.plies);
@@ -699,4 +707,46 @@ fn a_closed_live_config_starts_no_game_and_finishes_those_in_progress() {
     .unwrap();
     // The three games under way when the first ended all finished; none started after it.
     assert_eq!((stats.games, finished), (3, vec![true; 3]));
+}
+
+/// A tree of `game` with its root expanded and nothing else searched.
+fn expanded(game: Game, evaluator: &mut impl Evaluator) -> Tree {
+    let mut tree = Tree::new(game);
+    search(&mut tree, evaluator, 0, &SearchConfig::default()).unwrap();
+    assert!(tree.root_expanded() && tree.playouts() == 0);
+    tree
+}
+
+#[test]
+fn sequential_halving_gives_each_phase_an_even_share_and_halves_the_field() {
+    // 16 moves considered, 32 playouts, 4 phases: 16 moves once, the best 8 once more, the best
+    // 4 twice more; the budget is spent before the fourth phase.
+    let mut tree = expanded(Game::new(GameConfig::default()), &mut MaterialEvaluator);
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    tree.plan_gumbel(16, 32, Some(&mut rng));
+    search(&mut tree, &mut MaterialEvaluator, 32, &SearchConfig::default()).unwrap();
+    let mut visits: Vec<u32> = tree.root().children.iter().map(|c| c.1).filter(|&n| n > 0).collect();
+    visits.sort_unstable();
+    assert_eq!(visits, [&[1; 8][..], &[2; 4], &[4; 4]].concat());
+    assert!(tree.gumbel_move().is_some());
+    // The next move's search starts without a plan: PUCT at the root again.
+    let mv = tree.gumbel_move().unwrap();
+    tree.advance(mv);
+    assert_eq!(tree.gumbel_move(), None);
+}
+
+#[test]
+fn a_gumbel_search_plays_the_move_whose_searched_value_stands_out_whatever_its_noise() {
+    // Red's rook takes the black rook on a8 for nothing (or loses its own); priors are uniform,
+    // so only the searched values tell the capture from the rest, and with enough playouts they
+    // outweigh any noise.
+    let game = game("4k4/r8/9/9/9/9/9/9/R8/3K5 w - - 0 1", "");
+    for seed in (0..8).map(Some).chain([None]) {
+        let mut tree = expanded(game.clone(), &mut MaterialEvaluator);
+        let legal = tree.root().children.len();
+        let mut rng = seed.map(ChaCha8Rng::seed_from_u64);
+        tree.plan_gumbel(legal, 16 * legal as u32, rng.as_mut());
+        search(&mut tree, &mut MaterialEvaluator, 16 * legal as u32, &SearchConfig::default()).unwrap();
+        assert_eq!(tree.gumbel_move(), Some(mv("a1a8")), "seed {seed:?}");
+    }
 }

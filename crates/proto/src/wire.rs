@@ -72,6 +72,7 @@ pub fn settings_to_wire(settings: &PlaySettings, version: u64) -> v1::SelfPlaySe
         resign_threshold: Some(settings.resign_threshold),
         resign_consecutive: Some(settings.resign_consecutive),
         resign_disabled_fraction: Some(settings.resign_disabled_fraction),
+        gumbel_considered: Some(settings.gumbel_considered),
     }
 }
 
@@ -108,6 +109,7 @@ pub fn settings_from_wire(wire: &v1::SelfPlaySettings) -> Result<(PlaySettings, 
         resign_threshold: wire.resign_threshold.unwrap_or(default.resign_threshold),
         resign_consecutive: wire.resign_consecutive.unwrap_or(default.resign_consecutive),
         resign_disabled_fraction: wire.resign_disabled_fraction.unwrap_or(default.resign_disabled_fraction),
+        gumbel_considered: wire.gumbel_considered.unwrap_or(default.gumbel_considered),
     };
     settings.validate()?;
     Ok((settings, wire.version))
@@ -151,6 +153,7 @@ mod tests {
                 policy_target,
                 resign: false,
                 temperature_plies: 7,
+                gumbel_considered: 16,
                 ..Default::default()
             };
             assert_eq!(settings_from_wire(&settings_to_wire(&settings, 9)).unwrap(), (settings, 9));
