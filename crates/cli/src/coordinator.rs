@@ -33,9 +33,15 @@ pub struct CoordinatorArgs {
     /// games and publish models).
     #[arg(long)]
     insecure: bool,
-    /// Address of the Prometheus metrics endpoint (plain HTTP), if any.
+    /// Address of the HTTP endpoint (plain HTTP), if any: Prometheus metrics at /metrics and the
+    /// read-only dashboard at / (which takes the token, if one is set, as ?token= or a bearer
+    /// header).
     #[arg(long)]
     metrics: Option<SocketAddr>,
+    /// A run folder of `xqz run` whose trainer/metrics.csv and strength.csv the dashboard plots
+    /// (without it, those panels say they are not available).
+    #[arg(long)]
+    run_folder: Option<PathBuf>,
     /// A settings file (TOML; its [play] and [schedule] sections), such as a run folder's
     /// settings.toml; flags given on the command line override it.
     #[arg(long)]
@@ -55,7 +61,7 @@ pub struct CoordinatorArgs {
 pub struct Ready {
     /// The bound gRPC address.
     pub listen: SocketAddr,
-    /// The bound metrics address, if any.
+    /// The bound HTTP address (metrics and dashboard), if any.
     pub metrics: Option<SocketAddr>,
 }
 
@@ -96,6 +102,7 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
         crate::token::TOKEN_ENV
     );
     config.metrics = args.metrics;
+    config.run_folder = args.run_folder.clone();
     // Checked by `serve`, before it binds.
     config.settings = SettingsFile::role(args.settings.as_deref(), |f| f.play, &args.play, given)?;
     config.schedule = SettingsFile::role(args.settings.as_deref(), |f| f.schedule, &args.schedule, given)?;
@@ -105,8 +112,8 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
             format!("starting the coordinator on {} with data in {}", args.listen, args.data.display())
         })?;
         println!("listening on {}", running.addr());
-        if let Some(metrics) = running.metrics_addr() {
-            println!("metrics on http://{metrics}/metrics");
+        if let Some(http) = running.metrics_addr() {
+            println!("metrics on http://{http}/metrics, dashboard on http://{http}/");
         }
         if let Some(path) = &args.ready_file {
             let ready = Ready { listen: running.addr(), metrics: running.metrics_addr() };

@@ -32,6 +32,10 @@ pub struct RunArgs {
     /// Folder that holds the runs.
     #[arg(long, default_value = "runs")]
     runs: PathBuf,
+    /// Address of the dashboard (and the coordinator's metrics at /metrics); port 0 picks a free
+    /// port. The address is printed when the run starts.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    dashboard: std::net::SocketAddr,
     /// Stop after this many minutes (default: until Ctrl-C).
     #[arg(long)]
     minutes: Option<f64>,
@@ -239,7 +243,6 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         settings.save(&settings_path)?;
     }
     let resumed = dir.join("trainer/metrics.csv").exists();
-    println!("run {} in {}{}", args.name, dir.display(), if resumed { " (resumed)" } else { "" });
     let settings_arg = settings_path.display().to_string();
 
     // The coordinator first: the others need its address.
@@ -257,11 +260,22 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             settings_arg.clone(),
             "--ready-file".into(),
             ready_file.display().to_string(),
+            "--metrics".into(),
+            args.dashboard.to_string(),
+            "--run-folder".into(),
+            dir.display().to_string(),
         ],
         &logs.join("coordinator.log"),
     )?;
     let ready = wait_ready(&mut coordinator, &ready_file, Duration::from_secs(60))?;
     let url = format!("http://{}", ready.listen);
+    let dashboard = ready.metrics.context("the coordinator's ready file names no dashboard address")?;
+    println!(
+        "run {} in {}{} | dashboard http://{dashboard}/",
+        args.name,
+        dir.display(),
+        if resumed { " (resumed)" } else { "" }
+    );
 
     let mut workers = Vec::new();
     for i in 0..args.workers {

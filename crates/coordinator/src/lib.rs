@@ -1,15 +1,17 @@
 //! xqzero's coordinator: the gRPC server (`xqz.v1.Coordinator`) that hands out self-play
 //! settings and models, replays every submitted game through the rules core before storing it in
 //! a dataset, deduplicates retries (by idempotency key and by game id, across restarts) and keeps
-//! the model registry. It also serves `grpc.health.v1`, gRPC reflection and, optionally,
-//! Prometheus metrics over plain HTTP.
+//! the model registry. It also serves `grpc.health.v1`, gRPC reflection and, optionally, an
+//! HTTP port with Prometheus metrics and a read-only [dashboard] of the run.
 //!
 //! Data layout under the data folder: `dataset/` (an `xqz_dataset` dataset), `idempotency.log`
 //! (one JSON line per answered idempotency key, fsynced after the games' shard), `settings.json`
 //! (every version of the play settings the folder's games were played under) and `models/`
 //! (`v<N>.safetensors`, `v<N>.json`, `registry.json`).
 
+pub mod dashboard;
 mod error;
+mod http;
 mod metrics;
 mod registry;
 mod service;
@@ -83,8 +85,11 @@ impl Default for Limits {
 pub struct CoordinatorConfig {
     /// The gRPC address (port 0 picks a free one; see [`Running::addr`]).
     pub listen: SocketAddr,
-    /// The Prometheus metrics address, if any.
+    /// The HTTP address, if any: Prometheus metrics at `/metrics`, the [dashboard] at `/`.
     pub metrics: Option<SocketAddr>,
+    /// The run folder (of `xqz run`) whose `trainer/metrics.csv` and `strength.csv` the
+    /// dashboard plots, if the coordinator shares one with the trainer.
+    pub run_folder: Option<PathBuf>,
     /// The data folder.
     pub data_dir: PathBuf,
     /// The bearer token every coordinator call must carry, if any (the workers' credential).
@@ -105,11 +110,12 @@ pub struct CoordinatorConfig {
 }
 
 impl CoordinatorConfig {
-    /// A configuration with default settings and limits, no token and no metrics.
+    /// A configuration with default settings and limits, no token and no HTTP port.
     pub fn new(listen: SocketAddr, data_dir: impl Into<PathBuf>) -> CoordinatorConfig {
         CoordinatorConfig {
             listen,
             metrics: None,
+            run_folder: None,
             data_dir: data_dir.into(),
             token: None,
             publisher_token: None,
@@ -146,7 +152,7 @@ impl Running {
         self.addr
     }
 
-    /// The bound metrics address, if metrics are served.
+    /// The bound HTTP address (metrics and dashboard), if served.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
     }
@@ -217,13 +223,14 @@ pub async fn serve(
     let listener = TcpListener::bind(config.listen).await.at(config.listen.to_string())?;
     let addr = listener.local_addr().at(config.listen.to_string())?;
     let (stop_tx, stop_rx) = watch::channel(false);
+    let (token, publisher) = (config.token.map(Arc::<str>::from), config.publisher_token.map(Arc::<str>::from));
     let metrics_addr = match config.metrics {
         Some(at) => {
-            let metrics = TcpListener::bind(at).await.at(at.to_string())?;
-            let bound = metrics.local_addr().at(at.to_string())?;
-            let scraped = state.clone();
-            let render: metrics::Render = Arc::new(move || scraped.metrics.render(scraped.workers_alive()));
-            tokio::spawn(metrics::serve_metrics(metrics, render, stop_rx.clone()));
+            let listener = TcpListener::bind(at).await.at(at.to_string())?;
+            let bound = listener.local_addr().at(at.to_string())?;
+            let tokens: http::Tokens = token.iter().chain(&publisher).cloned().collect();
+            let dashboard = dashboard::routes(state.clone(), config.run_folder.clone());
+            tokio::spawn(http::serve(listener, http::router(dashboard, state.clone(), tokens), stop_rx.clone()));
             Some(bound)
         }
         None => None,
@@ -237,7 +244,6 @@ pub async fn serve(
     let coordinator = CoordinatorServer::new(CoordinatorService::new(state.clone(), stop_rx))
         .max_decoding_message_size(config.limits.max_message_bytes)
         .max_encoding_message_size(config.limits.max_message_bytes);
-    let (token, publisher) = (config.token.map(Arc::<str>::from), config.publisher_token.map(Arc::<str>::from));
     let mut builder = tonic::transport::Server::builder();
     if let Some(tls) = &config.tls {
         let mut server_tls = ServerTlsConfig::new().identity(Identity::from_pem(&tls.cert_pem, &tls.key_pem));

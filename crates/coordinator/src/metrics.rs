@@ -1,13 +1,8 @@
-//! Counters and the Prometheus text endpoint (a minimal HTTP/1.1 responder).
+//! Counters and their Prometheus text exposition (served by [`crate::http`]).
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
 
 /// Upper bounds (seconds) of the ingest latency histogram buckets.
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
@@ -64,49 +59,4 @@ impl Metrics {
         let _ = write!(out, "{name}_bucket{{le=\"+Inf\"}} {count}\n{name}_sum {sum}\n{name}_count {count}\n");
         out
     }
-}
-
-/// The exposition text, rendered afresh for each scrape.
-pub(crate) type Render = Arc<dyn Fn() -> String + Send + Sync>;
-
-/// Answers every GET on `listener` with `render`'s text until `stop` turns true.
-pub(crate) async fn serve_metrics(listener: TcpListener, render: Render, mut stop: watch::Receiver<bool>) {
-    loop {
-        let stream = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
-                // A failed accept (e.g. out of descriptors) must not end the endpoint.
-                Err(_) => continue,
-            },
-            _ = stop.wait_for(|s| *s) => return,
-        };
-        let render = render.clone();
-        tokio::spawn(async move {
-            let _ = tokio::time::timeout(Duration::from_secs(10), answer(stream, &*render)).await;
-        });
-    }
-}
-
-async fn answer(mut stream: TcpStream, render: &(dyn Fn() -> String + Send + Sync)) -> std::io::Result<()> {
-    let mut request = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 16 * 1024 {
-        let n = stream.read(&mut buf).await?;
-        if n == 0 {
-            break;
-        }
-        request.extend_from_slice(&buf[..n]);
-    }
-    let (status, body) = if request.starts_with(b"GET ") {
-        ("200 OK", render())
-    } else {
-        ("405 Method Not Allowed", "only GET\n".to_string())
-    };
-    let head = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(body.as_bytes()).await?;
-    stream.shutdown().await
 }

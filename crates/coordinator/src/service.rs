@@ -52,6 +52,17 @@ fn key_reused(key: &str) -> Status {
     ))
 }
 
+/// What this coordinator has heard from a live worker.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct WorkerSeen {
+    /// When it was first heard from since it last counted as alive (or since the start).
+    pub first_seen: Instant,
+    pub last_seen: Instant,
+    /// Games and samples it got stored since `first_seen`.
+    pub games: u64,
+    pub samples: u64,
+}
+
 /// Everything the handlers share.
 pub(crate) struct State {
     /// Written only when a published model changes the settings, under the same lock as the
@@ -61,17 +72,17 @@ pub(crate) struct State {
     pub store: Mutex<Store>,
     pub registry: Registry,
     pub metrics: Metrics,
-    workers: Mutex<HashMap<String, Instant>>,
+    workers: Mutex<HashMap<String, WorkerSeen>>,
     next_worker: AtomicU64,
 }
 
 // The guarded structures are updated in one step after all fallible work, so a panic elsewhere
 // cannot leave them inconsistent.
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     lock.read().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -96,16 +107,43 @@ impl State {
     /// Notes that `worker_id` was heard from, and forgets workers silent for longer than the
     /// alive window, so that the map holds only live workers whatever ids clients send.
     fn touch(&self, worker_id: &str) {
-        if !worker_id.is_empty() {
-            let mut workers = lock(&self.workers);
-            workers.retain(|_, seen| seen.elapsed() <= ALIVE_WINDOW);
-            workers.insert(worker_id.to_string(), Instant::now());
+        self.heard(worker_id, 0, 0);
+    }
+
+    /// [`State::touch`], crediting the worker with stored games and samples.
+    fn heard(&self, worker_id: &str, games: u64, samples: u64) {
+        if worker_id.is_empty() {
+            return;
         }
+        let now = Instant::now();
+        let mut workers = lock(&self.workers);
+        workers.retain(|_, seen| seen.last_seen.elapsed() <= ALIVE_WINDOW);
+        let seen = workers.entry(worker_id.to_string()).or_insert(WorkerSeen {
+            first_seen: now,
+            last_seen: now,
+            games: 0,
+            samples: 0,
+        });
+        seen.last_seen = now;
+        seen.games += games;
+        seen.samples += samples;
     }
 
     /// Workers heard from within the last minute.
     pub fn workers_alive(&self) -> u64 {
-        lock(&self.workers).values().filter(|t| t.elapsed() <= ALIVE_WINDOW).count() as u64
+        lock(&self.workers).values().filter(|w| w.last_seen.elapsed() <= ALIVE_WINDOW).count() as u64
+    }
+
+    /// The workers heard from within the last minute, by id.
+    pub fn live_workers(&self) -> Vec<(String, WorkerSeen)> {
+        let workers = lock(&self.workers);
+        let mut live: Vec<_> = workers
+            .iter()
+            .filter(|(_, w)| w.last_seen.elapsed() <= ALIVE_WINDOW)
+            .map(|(id, w)| (id.clone(), *w))
+            .collect();
+        live.sort_by(|a, b| a.0.cmp(&b.0));
+        live
     }
 
     fn reject(&self, games: usize) {
@@ -155,6 +193,7 @@ impl CoordinatorService {
             return Err(status);
         }
         state.touch(&req.worker_id);
+        let worker = req.worker_id.clone();
         let moves: usize = req.games.iter().map(|g| g.moves.len()).sum();
         if req.games.len() > state.limits.max_games_per_request || moves > state.limits.max_moves_per_request {
             state.reject(req.games.len());
@@ -219,6 +258,7 @@ impl CoordinatorService {
         if was_replay {
             return Ok(replayed(done));
         }
+        state.heard(&worker, u64::from(done.accepted), samples);
         state.metrics.samples_accepted.fetch_add(samples, Relaxed);
         state.metrics.games_accepted.fetch_add(u64::from(done.accepted), Relaxed);
         state.metrics.duplicates.fetch_add(u64::from(done.duplicates), Relaxed);

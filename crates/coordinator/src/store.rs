@@ -5,7 +5,7 @@
 //! after that flush; a crash in between leaves the games stored and the key unknown, and the
 //! retry is then answered by game-id dedup (all duplicates), so nothing is stored twice.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -16,6 +16,9 @@ use xqz_dataset::{Dataset, DatasetWriter, GameId, GameRecord, SampleRecord, Writ
 use crate::error::{CoordinatorError, IoAt};
 
 const KEY_LOG: &str = "idempotency.log";
+
+/// How many of the latest stored games the store keeps in memory, for the dashboard.
+pub(crate) const RECENT_GAMES: usize = 100;
 
 /// The answer to a `SubmitGames` request, as the idempotency log keeps it.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -55,6 +58,8 @@ pub(crate) struct KeyReused;
 pub(crate) struct StoreCounts {
     pub games: u64,
     pub samples: u64,
+    /// Bytes of the dataset's shard files.
+    pub bytes: u64,
     pub by_model: BTreeMap<u64, u64>,
 }
 
@@ -66,6 +71,8 @@ pub(crate) struct Store {
     keys: HashMap<String, (Ingested, Option<String>)>,
     key_log: File,
     counts: StoreCounts,
+    /// The latest [`RECENT_GAMES`] stored games, oldest first.
+    recent: VecDeque<GameRecord>,
 }
 
 fn writer_config() -> WriterConfig {
@@ -104,6 +111,14 @@ fn load_keys(path: &Path) -> Result<HashMap<String, (Ingested, Option<String>)>,
     Ok(keys)
 }
 
+/// Adds `game` to the latest games, forgetting the oldest beyond [`RECENT_GAMES`].
+fn remember(recent: &mut VecDeque<GameRecord>, game: GameRecord) {
+    if recent.len() == RECENT_GAMES {
+        recent.pop_front();
+    }
+    recent.push_back(game);
+}
+
 impl Store {
     /// Opens `<data>/dataset` and `<data>/idempotency.log`, rebuilding the set of stored game ids.
     pub fn open(data: &Path) -> Result<Store, CoordinatorError> {
@@ -111,18 +126,21 @@ impl Store {
         let dataset_dir = data.join("dataset");
         let (writer, _report) = DatasetWriter::open(&dataset_dir, writer_config())?;
         let dataset = Dataset::open(&dataset_dir)?;
-        let mut counts = StoreCounts { games: 0, samples: dataset.num_samples(), by_model: BTreeMap::new() };
+        let bytes = dataset.shards().iter().map(|s| s.games_bytes + s.samples_bytes).sum();
+        let mut counts = StoreCounts { games: 0, samples: dataset.num_samples(), bytes, by_model: BTreeMap::new() };
         let mut known = HashSet::new();
+        let mut recent = VecDeque::with_capacity(RECENT_GAMES + 1);
         for game in dataset.games()? {
             known.insert(game.game_id);
             counts.games += 1;
             *counts.by_model.entry(game.model_version).or_default() += 1;
+            remember(&mut recent, game);
         }
         let log_path = data.join(KEY_LOG);
         let keys = load_keys(&log_path)?;
         let key_log = OpenOptions::new().create(true).append(true).open(&log_path).at(&log_path)?;
         sync_dir(data)?;
-        Ok(Store { dataset_dir, writer: Some(writer), known, keys, key_log, counts })
+        Ok(Store { dataset_dir, writer: Some(writer), known, keys, key_log, counts, recent })
     }
 
     /// The earlier answer to `key`, if it was seen with the same `content` (a retry); an error if
@@ -138,6 +156,11 @@ impl Store {
 
     pub fn counts(&self) -> &StoreCounts {
         &self.counts
+    }
+
+    /// The latest stored games (at most [`RECENT_GAMES`]), oldest first.
+    pub fn recent(&self) -> &VecDeque<GameRecord> {
+        &self.recent
     }
 
     /// Stores the games not stored yet, durably, then logs `key`. Returns the answer, whether it
@@ -197,9 +220,10 @@ impl Store {
         let written = games
             .iter()
             .try_for_each(|(g, s)| writer.append(g.clone(), s.clone()).map(drop))
-            .and_then(|()| writer.flush().map(drop));
+            .and_then(|()| writer.flush());
         match written {
-            Ok(()) => {
+            Ok(shard) => {
+                self.counts.bytes += shard.map_or(0, |s| s.games_bytes + s.samples_bytes);
                 self.record(games);
                 Ok(())
             }
@@ -225,6 +249,7 @@ impl Store {
             self.counts.games += 1;
             self.counts.samples += samples.len() as u64;
             *self.counts.by_model.entry(game.model_version).or_default() += 1;
+            remember(&mut self.recent, game.clone());
         }
     }
 

@@ -535,3 +535,137 @@ async fn self_played_resignations_are_accepted_under_the_same_rule() {
     assert!(error.message().contains("only the side to move resigns"), "{}", error.message());
     server.stop().await;
 }
+
+/// `GET path` on the coordinator's HTTP port, with `Authorization: Bearer <token>` if given:
+/// the status code and the body.
+async fn http_get(addr: std::net::SocketAddr, path: &str, token: Option<&str>) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}\r\n");
+    conn.write_all(request.as_bytes()).await.unwrap();
+    let mut text = String::new();
+    with_timeout(conn.read_to_string(&mut text)).await.unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no HTTP answer: {text:?}"));
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{head}"));
+    (status, body.to_string())
+}
+
+/// The JSON body of a 200 answer as `T`.
+async fn http_json<T: serde::de::DeserializeOwned>(addr: std::net::SocketAddr, path: &str, token: Option<&str>) -> T {
+    let (status, body) = http_get(addr, path, token).await;
+    assert_eq!(status, 200, "GET {path}: {body}");
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
+}
+
+#[tokio::test]
+async fn the_dashboard_shows_games_models_and_the_run_folder_to_token_holders() {
+    use xqz_coordinator::dashboard::{ApiError, GameList, GameView, Models, Overview, Strength, Training};
+    let dir = tempfile::tempdir().unwrap();
+    let run = tempfile::tempdir().unwrap();
+    std::fs::create_dir(run.path().join("trainer")).unwrap();
+    std::fs::write(
+        run.path().join("trainer/metrics.csv"),
+        "step,samples_seen,dataset_samples,window,policy_loss,value_loss,learning_rate,samples_per_second,model_version\n\
+         1,64,256,256,5.1,1.1,0.02,300.0,0\n2,128,256,256,4.9,1.0,0.02,310.5,1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        run.path().join("strength.csv"),
+        "version,steps,published_unix,opponent,wins,draws,losses,score,elo,elo_lower,elo_upper\n\
+         1,10,1700000000,material@8,2,0,0,1.0000,inf,-20.0,inf\n",
+    )
+    .unwrap();
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), dir.path());
+    config.token = Some(TOKEN.into());
+    config.settings = short();
+    config.metrics = Some("127.0.0.1:0".parse().unwrap());
+    config.run_folder = Some(run.path().to_path_buf());
+    let (stop, rx) = oneshot::channel::<()>();
+    let server = Server { running: serve(config, async move { drop(rx.await) }).await.unwrap(), stop };
+    let http = server.running.metrics_addr().unwrap();
+    let mut client = server.client(Some(TOKEN)).await;
+    assert_eq!(client.submit_games(batch("d1", vec![draw(1), draw(2)])).await.unwrap().into_inner().accepted, 2);
+    let weights = weights();
+    assert_eq!(publish(&mut client, metadata(&weights), &weights).await.unwrap(), 1);
+
+    // The token opens the page and the JSON, as a bearer header or in the query; /metrics stays open.
+    for (path, token) in [("/", None), ("/api/overview", None), ("/api/games", Some("guess"))] {
+        let (status, body) = http_get(http, path, token).await;
+        assert_eq!(status, 401, "{path}: {body}");
+        let error: ApiError = serde_json::from_str(&body).unwrap();
+        assert!(error.error.contains("token"), "{error:?}");
+    }
+    let (status, page) = http_get(http, &format!("/?token={TOKEN}"), None).await;
+    assert!(status == 200 && page.contains("<svg id=\"board\"") && page.contains("/api/overview"), "{status}");
+    assert!(!page.contains(" src=") && !page.contains("<link"), "the page is self-contained");
+    assert_eq!(http_get(http, "/metrics", None).await.0, 200);
+
+    let overview: Overview = http_json(http, "/api/overview", Some(TOKEN)).await;
+    let settings_version = register(&mut client).await.version;
+    assert_eq!((overview.games, overview.samples, overview.settings_version), (2, 4, settings_version));
+    assert!(overview.dataset_bytes > 0 && overview.games_per_second > 0.0, "{overview:?}");
+    let worker = overview.workers.iter().find(|w| w.id == "w-test").expect("the submitting worker is alive");
+    assert_eq!((worker.games, worker.samples), (2, 4));
+    let model = overview.latest_model.expect("a model");
+    assert_eq!((model.version, model.training_steps, model.published_by.as_str()), (1, Some(10), "trainer"));
+    assert!(model.published_ms > 0);
+    let models: Models = http_json(http, &format!("/api/models?token={TOKEN}"), None).await;
+    assert_eq!((models.total, models.models.len(), models.models[0].version), (1, 1, 1));
+
+    let list: GameList = http_json(http, "/api/games?limit=1", Some(TOKEN)).await;
+    assert_eq!((list.total, list.games.len()), (2, 1));
+    let newest = &list.games[0];
+    assert_eq!(newest.id, "02".repeat(16), "newest first");
+    assert_eq!((newest.result.as_str(), newest.reason.as_str(), newest.plies), ("draw", "max_length", 2));
+    assert!(!newest.article.is_empty());
+    let game: GameView = http_json(http, &format!("/api/games/{}", newest.id), Some(TOKEN)).await;
+    let moves: Vec<(&str, &str)> = game.moves.iter().map(|m| (m.iccs.as_str(), m.chinese.as_str())).collect();
+    assert_eq!(moves, [("h2e2", "炮二平五"), ("h9g7", "马8进7")]);
+    let board = game.moves[1].fen.split(' ').next().unwrap();
+    assert_eq!(board, "rnbakab1r/9/1c4nc1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR");
+    assert_eq!((game.start_fen.as_str(), &game.summary), (xiangqi::START_FEN, newest));
+
+    // Hostile queries get a 4xx with a reason.
+    for (path, status, says) in [
+        ("/api/games?limit=0", 400, "limit 0"),
+        ("/api/games?limit=101", 400, "1 to 100"),
+        ("/api/games?limit=many", 400, "limit"),
+        ("/api/games?colour=red", 400, "colour"),
+        ("/api/models?limit=1001", 400, "1 to 1000"),
+        ("/api/games/not-an-id", 400, "not a game id"),
+        ("/api/games/000000000000000000000000000000ff", 404, "latest 100"),
+    ] {
+        let (got, body) = http_get(http, path, Some(TOKEN)).await;
+        let error: ApiError = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{path}: {e}: {body}"));
+        assert!(got == status && error.error.contains(says), "{path}: {got} {error:?}");
+    }
+
+    let training: Training = http_json(http, "/api/training", Some(TOKEN)).await;
+    assert!(training.available && training.rows == 2, "{training:?}");
+    assert_eq!((training.points[1].step, training.points[1].samples_per_second), (2, 310.5));
+    let strength: Strength = http_json(http, "/api/strength", Some(TOKEN)).await;
+    assert_eq!((strength.rows, strength.points[0].opponent.as_str()), (1, "material@8"));
+    assert_eq!((strength.points[0].elo, strength.points[0].elo_lower), (None, Some(-20.0)));
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn without_a_token_or_run_folder_the_dashboard_is_open_and_says_what_it_lacks() {
+    use xqz_coordinator::dashboard::{GameList, Overview, Strength, Training};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), dir.path());
+    config.metrics = Some("127.0.0.1:0".parse().unwrap());
+    let (stop, rx) = oneshot::channel::<()>();
+    let server = Server { running: serve(config, async move { drop(rx.await) }).await.unwrap(), stop };
+    let http = server.running.metrics_addr().unwrap();
+    assert_eq!(http_get(http, "/", None).await.0, 200);
+    let overview: Overview = http_json(http, "/api/overview", None).await;
+    assert!(overview.games == 0 && overview.workers.is_empty() && overview.latest_model.is_none(), "{overview:?}");
+    let list: GameList = http_json(http, "/api/games", None).await;
+    assert!(list.games.is_empty());
+    let training: Training = http_json(http, "/api/training", None).await;
+    let strength: Strength = http_json(http, "/api/strength", None).await;
+    assert!(!training.available && training.points.is_empty() && !strength.available);
+    server.stop().await;
+}

@@ -1,0 +1,727 @@
+//! The dashboard: one page (`GET /`, embedded in the binary, no outside resources) that polls the
+//! JSON endpoints below every two seconds. All are read-only and bounded in size.
+//!
+//! | Endpoint | Answer |
+//! |---|---|
+//! | `GET /api/overview` | [`Overview`]: stored games and samples, rates, live workers, latest model |
+//! | `GET /api/models?limit=N` | [`Models`]: the latest N published models (default 100, at most 1000) |
+//! | `GET /api/games?limit=N` | [`GameList`]: the latest N stored games (default 20, at most 100) |
+//! | `GET /api/games/{id}` | [`GameView`]: one of the latest 100 games, move by move |
+//! | `GET /api/training` | [`Training`]: the trainer's `metrics.csv`, thinned to at most 1000 points |
+//! | `GET /api/strength` | [`Strength`]: the strength matches' `strength.csv` |
+//!
+//! The last two read the run folder named by
+//! [`CoordinatorConfig::run_folder`](crate::CoordinatorConfig::run_folder) and answer
+//! `available: false` without one. Errors are [`ApiError`] with a 4xx or 5xx status.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Serialize};
+use xiangqi::notation::Chinese;
+use xqz_dataset::{GameId, GameRecord};
+use xqz_proto::v1::ModelAnnouncement;
+
+use crate::service::{self, lock, now_ms, read};
+use crate::store::RECENT_GAMES;
+
+/// The page, with its style and script.
+const PAGE: &str = include_str!("dashboard/index.html");
+/// Most points of a curve: enough for a chart as wide as a screen.
+const MAX_POINTS: usize = 1000;
+/// Most bytes of a CSV file read per request; a longer file is caught up with over several.
+const MAX_CSV_READ: u64 = 8 << 20;
+/// The window of the overall rates.
+const RATE_WINDOW: Duration = Duration::from_secs(60);
+/// How often a point of the overall counters is kept for the rates.
+const RATE_STEP: Duration = Duration::from_secs(5);
+
+/// An error answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiError {
+    /// What went wrong, for people.
+    pub error: String,
+}
+
+/// `GET /api/overview`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Overview {
+    /// The coordinator's clock, Unix milliseconds.
+    pub now_ms: i64,
+    /// When this coordinator process started, Unix milliseconds.
+    pub started_ms: i64,
+    /// Games stored in the data folder (across restarts).
+    pub games: u64,
+    /// Samples (positions) stored.
+    pub samples: u64,
+    /// Bytes of the dataset's shard files.
+    pub dataset_bytes: u64,
+    /// Games stored per second over the last minute (or since the start, if shorter).
+    pub games_per_second: f64,
+    /// Samples stored per second, likewise.
+    pub samples_per_second: f64,
+    /// Requests refused since the start.
+    pub rejected_batches: u64,
+    /// Games skipped as already stored since the start.
+    pub duplicate_games: u64,
+    /// The version of the play settings in force.
+    pub settings_version: u64,
+    /// Workers heard from in the last minute.
+    pub workers: Vec<WorkerView>,
+    /// The newest model, if any is published.
+    pub latest_model: Option<ModelView>,
+}
+
+/// A live worker in [`Overview`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerView {
+    /// Its id (from `Register`).
+    pub id: String,
+    /// Milliseconds since it was last heard from.
+    pub last_seen_ms_ago: u64,
+    /// Games it got stored since this coordinator first heard from it (while it stays alive).
+    pub games: u64,
+    /// Samples, likewise.
+    pub samples: u64,
+    /// `games` per second since then.
+    pub games_per_second: f64,
+    /// `samples` per second since then.
+    pub samples_per_second: f64,
+}
+
+/// A published model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelView {
+    /// Its version (1, 2, ...).
+    pub version: u64,
+    /// When it was published, Unix milliseconds.
+    pub published_ms: i64,
+    /// Who published it (the trainer's name for itself).
+    pub published_by: String,
+    /// Size of its weights.
+    pub weights_bytes: u64,
+    /// The training steps behind it, from its metadata.
+    pub training_steps: Option<u64>,
+    /// Stored games it played.
+    pub games: u64,
+}
+
+/// `GET /api/models`: newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Models {
+    /// Models published in all.
+    pub total: u64,
+    /// The latest, newest first.
+    pub models: Vec<ModelView>,
+}
+
+/// A stored game without its moves.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameSummary {
+    /// The game id, 32 hex digits.
+    pub id: String,
+    /// `red`, `black` (the winner) or `draw`.
+    pub result: String,
+    /// Why it ended (`checkmate`, `perpetual_check`, `max_length`, ...).
+    pub reason: String,
+    /// The article of the rules behind the ruling (`4.1.1`, ...).
+    pub article: String,
+    /// The ruleset it was adjudicated under.
+    pub ruleset: String,
+    /// Plies played.
+    pub plies: usize,
+    /// The model version that played it.
+    pub model_version: u64,
+    /// The worker that played it.
+    pub worker_id: String,
+    /// The play settings version it was played under.
+    pub settings_version: u64,
+    /// Start and end, Unix milliseconds.
+    pub start_ms: i64,
+    /// See `start_ms`.
+    pub end_ms: i64,
+}
+
+/// `GET /api/games`: newest first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameList {
+    /// Games stored in all.
+    pub total: u64,
+    /// The latest games, newest first.
+    pub games: Vec<GameSummary>,
+}
+
+/// One move of a [`GameView`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveView {
+    /// In coordinates (`h2e2`).
+    pub iccs: String,
+    /// In Chinese notation (`炮二平五`).
+    pub chinese: String,
+    /// The position after it, in FEN.
+    pub fen: String,
+}
+
+/// `GET /api/games/{id}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameView {
+    /// The game's facts.
+    #[serde(flatten)]
+    pub summary: GameSummary,
+    /// The start position in FEN.
+    pub start_fen: String,
+    /// The moves in order.
+    pub moves: Vec<MoveView>,
+}
+
+/// One row of the trainer's `metrics.csv`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TrainingPoint {
+    /// Steps taken.
+    pub step: u64,
+    /// Samples trained on in all.
+    pub samples_seen: u64,
+    /// Policy loss.
+    pub policy_loss: f64,
+    /// Value loss.
+    pub value_loss: f64,
+    /// Learning rate.
+    pub learning_rate: f64,
+    /// Training samples per second.
+    pub samples_per_second: f64,
+    /// The latest published model version at that step.
+    pub model_version: u64,
+}
+
+/// `GET /api/training`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Training {
+    /// Whether the coordinator knows the run folder; without it the rest is empty.
+    pub available: bool,
+    /// Rows in the file (read so far).
+    pub rows: u64,
+    /// Every k-th row and the last, in step order, at most 1000.
+    pub points: Vec<TrainingPoint>,
+}
+
+/// One strength match of a model against the anchor, a row of `strength.csv`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StrengthPoint {
+    /// The model version.
+    pub version: u64,
+    /// Its training steps.
+    pub steps: u64,
+    /// When it was published, Unix seconds.
+    pub published_unix: u64,
+    /// The anchor it played (`material@32`).
+    pub opponent: String,
+    /// Games won.
+    pub wins: u32,
+    /// Games drawn.
+    pub draws: u32,
+    /// Games lost.
+    pub losses: u32,
+    /// Score, 0 to 1.
+    pub score: f64,
+    /// Elo difference to the anchor; null when unbounded (a perfect or zero score).
+    pub elo: Option<f64>,
+    /// Lower end of its 95% interval, null when unbounded.
+    pub elo_lower: Option<f64>,
+    /// Upper end, null when unbounded.
+    pub elo_upper: Option<f64>,
+}
+
+/// `GET /api/strength`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Strength {
+    /// Whether the coordinator knows the run folder; without it the rest is empty.
+    pub available: bool,
+    /// Rows in the file (read so far).
+    pub rows: u64,
+    /// Every k-th match and the last, at most 1000.
+    pub points: Vec<StrengthPoint>,
+}
+
+/// A failed request: its status and message.
+struct Failure(StatusCode, String);
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        (self.0, Json(ApiError { error: self.1 })).into_response()
+    }
+}
+
+type Answer<T> = Result<Json<T>, Failure>;
+
+/// What the handlers share.
+struct Dashboard {
+    state: Arc<service::State>,
+    run_folder: Option<PathBuf>,
+    started_ms: i64,
+    rates: Mutex<Rates>,
+    training: Mutex<CsvTail<TrainingRow>>,
+    strength: Mutex<CsvTail<StrengthRow>>,
+}
+
+/// The dashboard's routes.
+pub(crate) fn routes(state: Arc<service::State>, run_folder: Option<PathBuf>) -> Router {
+    let shared = Dashboard {
+        state,
+        run_folder,
+        started_ms: now_ms(),
+        rates: Mutex::new(Rates::new(Instant::now())),
+        training: Mutex::default(),
+        strength: Mutex::default(),
+    };
+    Router::new()
+        .route("/", get(page))
+        .route("/api/overview", get(overview))
+        .route("/api/models", get(models))
+        .route("/api/games", get(games))
+        .route("/api/games/{id}", get(game))
+        .route("/api/training", get(training))
+        .route("/api/strength", get(strength))
+        .with_state(Arc::new(shared))
+}
+
+/// Runs `work` off the async workers: the store's lock may be held through a flush, and files
+/// are read.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> Result<T, Failure> + Send + 'static) -> Answer<T> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(answer) => answer.map(Json),
+        Err(e) => Err(Failure(StatusCode::INTERNAL_SERVER_ERROR, format!("dashboard task: {e}"))),
+    }
+}
+
+async fn page() -> Response {
+    ([(header::CACHE_CONTROL, "no-store")], Html(PAGE)).into_response()
+}
+
+/// The query of the list endpoints.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    limit: Option<usize>,
+    /// The page's credential, checked before the handler runs.
+    #[serde(rename = "token")]
+    _token: Option<IgnoredAny>,
+}
+
+/// The `limit` of a list query: `default` if absent, refused outside 1 to `max`.
+fn limit(query: Result<Query<ListQuery>, QueryRejection>, default: usize, max: usize) -> Result<usize, Failure> {
+    let Query(query) = query.map_err(|e| Failure(StatusCode::BAD_REQUEST, e.body_text()))?;
+    match query.limit.unwrap_or(default) {
+        n if (1..=max).contains(&n) => Ok(n),
+        n => Err(Failure(StatusCode::BAD_REQUEST, format!("limit {n} is out of range: give 1 to {max}"))),
+    }
+}
+
+/// The overall rates: the counters now and as they were about a minute ago.
+struct Rates {
+    /// (when, games, samples), oldest first, one every [`RATE_STEP`]; the first is the base of
+    /// the rates, at most [`RATE_WINDOW`] plus a step old once the coordinator has run that long.
+    points: VecDeque<(Instant, u64, u64)>,
+}
+
+impl Rates {
+    fn new(start: Instant) -> Rates {
+        Rates { points: VecDeque::from([(start, 0, 0)]) }
+    }
+
+    /// Games and samples per second, given the counters `now`.
+    fn update(&mut self, now: Instant, games: u64, samples: u64) -> (f64, f64) {
+        if self.points.back().is_none_or(|p| now.duration_since(p.0) >= RATE_STEP) {
+            self.points.push_back((now, games, samples));
+        }
+        while self.points.get(1).is_some_and(|p| now.duration_since(p.0) >= RATE_WINDOW) {
+            self.points.pop_front();
+        }
+        let (then, games_then, samples_then) = self.points[0];
+        let secs = now.duration_since(then).as_secs_f64().max(1.0);
+        ((games - games_then) as f64 / secs, (samples - samples_then) as f64 / secs)
+    }
+}
+
+/// The part of a model's metadata the dashboard shows.
+#[derive(Deserialize)]
+struct Metadata {
+    info: Option<MetadataInfo>,
+}
+
+#[derive(Deserialize)]
+struct MetadataInfo {
+    training_steps: Option<u64>,
+}
+
+fn model_view(model: &ModelAnnouncement, games: u64) -> ModelView {
+    let metadata = serde_json::from_str::<Metadata>(&model.metadata_json).ok();
+    ModelView {
+        version: model.version,
+        published_ms: model.published_ms,
+        published_by: model.published_by.clone(),
+        weights_bytes: model.weights_bytes,
+        training_steps: metadata.and_then(|m| m.info).and_then(|i| i.training_steps),
+        games,
+    }
+}
+
+async fn overview(State(dash): State<Arc<Dashboard>>) -> Answer<Overview> {
+    blocking(move || {
+        let state = &dash.state;
+        let counts = lock(&state.store).counts().clone();
+        let (games, samples) =
+            (state.metrics.games_accepted.load(Relaxed), state.metrics.samples_accepted.load(Relaxed));
+        let now = Instant::now();
+        let (games_per_second, samples_per_second) = lock(&dash.rates).update(now, games, samples);
+        let workers = state
+            .live_workers()
+            .into_iter()
+            .map(|(id, seen)| {
+                let secs = now.duration_since(seen.first_seen).as_secs_f64().max(1.0);
+                WorkerView {
+                    id,
+                    last_seen_ms_ago: now.duration_since(seen.last_seen).as_millis() as u64,
+                    games: seen.games,
+                    samples: seen.samples,
+                    games_per_second: seen.games as f64 / secs,
+                    samples_per_second: seen.samples as f64 / secs,
+                }
+            })
+            .collect();
+        let latest_model = state.registry.latest().map(|m| {
+            let games = counts.by_model.get(&m.version).copied().unwrap_or(0);
+            model_view(&m, games)
+        });
+        Ok(Overview {
+            now_ms: now_ms(),
+            started_ms: dash.started_ms,
+            games: counts.games,
+            samples: counts.samples,
+            dataset_bytes: counts.bytes,
+            games_per_second,
+            samples_per_second,
+            rejected_batches: state.metrics.batches_rejected.load(Relaxed),
+            duplicate_games: state.metrics.duplicates.load(Relaxed),
+            settings_version: read(&state.settings).current().0,
+            workers,
+            latest_model,
+        })
+    })
+    .await
+}
+
+async fn models(State(dash): State<Arc<Dashboard>>, query: Result<Query<ListQuery>, QueryRejection>) -> Answer<Models> {
+    let limit = limit(query, 100, 1000)?;
+    blocking(move || {
+        let by_model = lock(&dash.state.store).counts().by_model.clone();
+        let all = dash.state.registry.after(0);
+        let models = all
+            .iter()
+            .rev()
+            .take(limit)
+            .map(|m| model_view(m, by_model.get(&m.version).copied().unwrap_or(0)))
+            .collect();
+        Ok(Models { total: all.len() as u64, models })
+    })
+    .await
+}
+
+fn summary(game: &GameRecord) -> GameSummary {
+    GameSummary {
+        id: game.game_id.to_string(),
+        result: game.result.name().to_string(),
+        reason: game.reason.clone(),
+        article: game.article.clone(),
+        ruleset: game.ruleset.name().to_string(),
+        plies: game.moves.len(),
+        model_version: game.model_version,
+        worker_id: game.worker_id.clone(),
+        settings_version: game.settings_version,
+        start_ms: game.start_time_ms,
+        end_ms: game.end_time_ms,
+    }
+}
+
+async fn games(
+    State(dash): State<Arc<Dashboard>>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Answer<GameList> {
+    let limit = limit(query, 20, RECENT_GAMES)?;
+    blocking(move || {
+        let store = lock(&dash.state.store);
+        let games = store.recent().iter().rev().take(limit).map(summary).collect();
+        Ok(GameList { total: store.counts().games, games })
+    })
+    .await
+}
+
+/// A stored game move by move, with each move in Chinese notation and the position after it.
+fn game_view(game: &GameRecord) -> Result<GameView, String> {
+    let mut position = game.start_position().map_err(|e| e.to_string())?;
+    let mut moves = Vec::with_capacity(game.moves.len());
+    for (ply, &mv) in game.moves.iter().enumerate() {
+        let chinese = Chinese::from_move(&position, mv).map_err(|e| format!("ply {}: {e}", ply + 1))?;
+        position.play(mv).map_err(|e| format!("ply {}: {e}", ply + 1))?;
+        moves.push(MoveView { iccs: mv.to_string(), chinese: chinese.to_string(), fen: position.to_string() });
+    }
+    Ok(GameView { summary: summary(game), start_fen: game.start_fen.clone(), moves })
+}
+
+async fn game(State(dash): State<Arc<Dashboard>>, UrlPath(id): UrlPath<String>) -> Answer<GameView> {
+    let id: GameId =
+        id.parse().map_err(|_| Failure(StatusCode::BAD_REQUEST, format!("{id:?} is not a game id (32 hex digits)")))?;
+    blocking(move || {
+        let record = lock(&dash.state.store).recent().iter().find(|g| g.game_id == id).cloned();
+        let record = record.ok_or_else(|| {
+            Failure(StatusCode::NOT_FOUND, format!("game {id} is not among the latest {RECENT_GAMES} stored games"))
+        })?;
+        // Stored games were replayed through the rules when they arrived.
+        game_view(&record).map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, format!("stored game {id}: {e}")))
+    })
+    .await
+}
+
+/// The columns of `metrics.csv` the dashboard reads (the file has more).
+#[derive(Clone, Deserialize)]
+struct TrainingRow {
+    step: u64,
+    samples_seen: u64,
+    policy_loss: f64,
+    value_loss: f64,
+    learning_rate: f64,
+    samples_per_second: f64,
+    model_version: u64,
+}
+
+impl From<TrainingRow> for TrainingPoint {
+    fn from(r: TrainingRow) -> TrainingPoint {
+        TrainingPoint {
+            step: r.step,
+            samples_seen: r.samples_seen,
+            policy_loss: r.policy_loss,
+            value_loss: r.value_loss,
+            learning_rate: r.learning_rate,
+            samples_per_second: r.samples_per_second,
+            model_version: r.model_version,
+        }
+    }
+}
+
+/// A row of `strength.csv`, whose Elo columns read `inf` or `-inf` when unbounded.
+#[derive(Clone, Deserialize)]
+struct StrengthRow {
+    version: u64,
+    steps: u64,
+    published_unix: u64,
+    opponent: String,
+    wins: u32,
+    draws: u32,
+    losses: u32,
+    score: f64,
+    elo: f64,
+    elo_lower: f64,
+    elo_upper: f64,
+}
+
+impl From<StrengthRow> for StrengthPoint {
+    fn from(r: StrengthRow) -> StrengthPoint {
+        let finite = |x: f64| x.is_finite().then_some(x);
+        StrengthPoint {
+            version: r.version,
+            steps: r.steps,
+            published_unix: r.published_unix,
+            opponent: r.opponent,
+            wins: r.wins,
+            draws: r.draws,
+            losses: r.losses,
+            score: r.score,
+            elo: finite(r.elo),
+            elo_lower: finite(r.elo_lower),
+            elo_upper: finite(r.elo_upper),
+        }
+    }
+}
+
+/// An append-only CSV file with a header, read from where the last read stopped, its rows
+/// thinned to every `stride`-th (doubling as needed) so that at most [`MAX_POINTS`] stay.
+struct CsvTail<R> {
+    /// Bytes read: up to the end of the last complete line.
+    offset: u64,
+    header: Option<csv::StringRecord>,
+    /// (row index, row) of the kept rows.
+    kept: Vec<(u64, R)>,
+    last: Option<R>,
+    rows: u64,
+    stride: u64,
+}
+
+impl<R> Default for CsvTail<R> {
+    fn default() -> CsvTail<R> {
+        CsvTail { offset: 0, header: None, kept: Vec::new(), last: None, rows: 0, stride: 1 }
+    }
+}
+
+impl<R: DeserializeOwned + Clone> CsvTail<R> {
+    /// Reads what was appended to `path` since the last call (starting over if the file
+    /// shrank: another run's file). A missing file holds no rows yet.
+    fn update(&mut self, path: &Path) -> Result<(), String> {
+        let failed = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+        let mut file = match File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                *self = CsvTail::default();
+                return Ok(());
+            }
+            Err(e) => return Err(failed(&e)),
+        };
+        let len = file.metadata().map_err(|e| failed(&e))?.len();
+        if len < self.offset {
+            *self = CsvTail::default();
+        }
+        let mut chunk = Vec::new();
+        file.seek(SeekFrom::Start(self.offset))
+            .and_then(|_| file.take(MAX_CSV_READ).read_to_end(&mut chunk))
+            .map_err(|e| failed(&e))?;
+        // A line being written is read once it is complete.
+        chunk.truncate(chunk.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1));
+        let mut header = self.header.clone();
+        let mut rows = Vec::new();
+        for record in csv::ReaderBuilder::new().has_headers(false).from_reader(chunk.as_slice()).records() {
+            let record = record.map_err(|e| failed(&e))?;
+            match &header {
+                None => header = Some(record),
+                Some(names) => rows.push(record.deserialize::<R>(Some(names)).map_err(|e| failed(&e))?),
+            }
+        }
+        // Committed only once the whole chunk parsed, so that a bad line is reported each time.
+        self.offset += chunk.len() as u64;
+        self.header = header;
+        for row in rows {
+            self.push(row);
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, row: R) {
+        if self.rows.is_multiple_of(self.stride) {
+            self.kept.push((self.rows, row.clone()));
+            if self.kept.len() > MAX_POINTS - 1 {
+                self.stride *= 2;
+                let stride = self.stride;
+                self.kept.retain(|(i, _)| i.is_multiple_of(stride));
+            }
+        }
+        self.last = Some(row);
+        self.rows += 1;
+    }
+
+    /// The kept rows and the last one, in order.
+    fn points<P: From<R>>(&self) -> Vec<P> {
+        let last_kept = self.kept.last().map(|(i, _)| i + 1) == Some(self.rows);
+        let tail = if last_kept { None } else { self.last.clone() };
+        self.kept.iter().map(|(_, r)| r.clone()).chain(tail).map(P::from).collect()
+    }
+}
+
+/// `file` of the run folder, read up to date: its row count and points; `None` without a run folder.
+fn read_curve<R, P>(dash: &Dashboard, tail: &Mutex<CsvTail<R>>, file: &str) -> Result<Option<(u64, Vec<P>)>, Failure>
+where
+    R: DeserializeOwned + Clone,
+    P: From<R>,
+{
+    let Some(folder) = &dash.run_folder else { return Ok(None) };
+    let mut tail = lock(tail);
+    tail.update(&folder.join(file)).map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    Ok(Some((tail.rows, tail.points())))
+}
+
+async fn training(State(dash): State<Arc<Dashboard>>) -> Answer<Training> {
+    blocking(move || {
+        Ok(match read_curve(&dash, &dash.training, "trainer/metrics.csv")? {
+            Some((rows, points)) => Training { available: true, rows, points },
+            None => Training { available: false, rows: 0, points: Vec::new() },
+        })
+    })
+    .await
+}
+
+async fn strength(State(dash): State<Arc<Dashboard>>) -> Answer<Strength> {
+    blocking(move || {
+        Ok(match read_curve(&dash, &dash.strength, "strength.csv")? {
+            Some((rows, points)) => Strength { available: true, rows, points },
+            None => Strength { available: false, rows: 0, points: Vec::new() },
+        })
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_growing_csv_is_read_in_pieces_and_thinned() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("strength.csv");
+        let row = |v: u64| format!("{v},{},0,material@8,1,0,1,0.5,0.0,-100.5,inf\n", v * 10);
+        let mut tail = CsvTail::<StrengthRow>::default();
+        tail.update(&path).unwrap();
+        assert_eq!(tail.rows, 0, "a missing file has no rows");
+        let header = "version,steps,published_unix,opponent,wins,draws,losses,score,elo,elo_lower,elo_upper\n";
+        // The last line is still being written.
+        std::fs::write(&path, format!("{header}{}1,2", row(1))).unwrap();
+        tail.update(&path).unwrap();
+        let points: Vec<StrengthPoint> = tail.points();
+        assert_eq!(points.len(), 1);
+        assert_eq!((points[0].elo, points[0].elo_lower, points[0].elo_upper), (Some(0.0), Some(-100.5), None));
+        let mut text = format!("{header}{}", row(1));
+        for v in 2..=2500 {
+            text.push_str(&row(v));
+        }
+        std::fs::write(&path, &text).unwrap();
+        tail.update(&path).unwrap();
+        let points: Vec<StrengthPoint> = tail.points();
+        assert_eq!(tail.rows, 2500);
+        assert!(points.len() <= MAX_POINTS, "{}", points.len());
+        assert!(points.len() > MAX_POINTS / 4, "{}", points.len());
+        assert_eq!(points[0].version, 1);
+        assert_eq!(points.last().unwrap().version, 2500, "the last row is always shown");
+        assert!(points.windows(2).all(|w| w[0].version < w[1].version));
+
+        std::fs::write(&path, format!("{header}{}", row(7))).unwrap();
+        tail.update(&path).unwrap();
+        assert_eq!(tail.rows, 1, "a shorter file is another file");
+        std::fs::write(&path, format!("{header}{}x,y\n", row(7))).unwrap();
+        let error = tail.update(&path).unwrap_err();
+        assert!(error.contains("strength.csv"), "{error}");
+        assert!(tail.update(&path).is_err(), "a bad line stays reported");
+    }
+
+    #[test]
+    fn rates_cover_the_last_minute() {
+        let start = Instant::now();
+        let mut rates = Rates::new(start);
+        // A game a second for a minute, then ten; two samples a game.
+        let games = |t: u64| if t <= 60 { t } else { 60 + 10 * (t - 60) };
+        for t in (5..=120).step_by(5) {
+            rates.update(start + Duration::from_secs(t), games(t), 2 * games(t));
+        }
+        let (per_second, samples) = rates.update(start + Duration::from_secs(125), games(125), 2 * games(125));
+        assert!((per_second - 10.0).abs() < 1e-9 && (samples - 20.0).abs() < 1e-9, "{per_second} {samples}");
+        assert!(rates.points.len() <= 14, "{} points kept", rates.points.len());
+        let mut fresh = Rates::new(start);
+        assert_eq!(fresh.update(start + Duration::from_secs(10), 10, 20), (1.0, 2.0), "since the start at first");
+    }
+}
