@@ -36,9 +36,10 @@ pub struct BookMove {
 }
 
 impl BookMove {
-    /// The side to move's score: (wins + draws / 2) / games.
-    pub fn score(&self) -> f64 {
-        (self.wins as f64 + self.draws as f64 / 2.0) / self.games as f64
+    /// The side to move's score in its games, (wins + draws / 2) / games; `None` for a move that
+    /// only a search put in the book.
+    pub fn score(&self) -> Option<f64> {
+        (self.games > 0).then(|| (self.wins as f64 + self.draws as f64 / 2.0) / self.games as f64)
     }
 }
 
@@ -51,7 +52,7 @@ pub struct Entry {
     pub ecco: Option<String>,
     /// The opening's Chinese name.
     pub opening: Option<String>,
-    /// Its moves, most played first.
+    /// Its moves, most played first, then most visited by a search.
     pub moves: Vec<BookMove>,
 }
 
@@ -93,13 +94,22 @@ pub struct SuiteEntry {
 const SUITE: &str = "SELECT p.fen, p.ecco, p.opening, SUM(m.games), SUM(m.wins), SUM(m.draws) FROM positions p \
 JOIN moves m ON m.position_id = p.id GROUP BY p.id HAVING MIN(m.min_ply) = ?1 AND SUM(m.games) >= ?2";
 
+/// How a book file is opened.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Probes and exports.
+    Read,
+    /// Growing it in place.
+    Write,
+}
+
 /// A book file opened for reading.
 ///
 /// ```no_run
 /// let book = xqz_book::Book::open("book.sqlite")?;
 /// if let Some(entry) = book.probe(&xiangqi::Position::startpos())? {
 ///     for m in &entry.moves {
-///         println!("{} {} games, score {:.2}", m.mv, m.games, m.score());
+///         println!("{} {} games, score {:?}, value {:?}", m.mv, m.games, m.score(), m.value);
 ///     }
 /// }
 /// # Ok::<(), xqz_book::BookError>(())
@@ -116,19 +126,22 @@ m.min_ply, m.value, m.visits, m.prior FROM positions p JOIN moves m ON m.positio
 impl Book {
     /// Opens a book read-only and checks its format and schema version.
     pub fn open(path: impl AsRef<Path>) -> Result<Book> {
-        Book::open_with_key(path.as_ref(), zobrist)
+        Book::open_with_key(path.as_ref(), zobrist, Access::Read)
     }
 
     /// Opens a book whose positions were keyed with `key` (tests force collisions with it).
-    pub(crate) fn open_with_key(path: &Path, key: KeyFn) -> Result<Book> {
+    pub(crate) fn open_with_key(path: &Path, key: KeyFn, access: Access) -> Result<Book> {
         let path = path.to_path_buf();
         if let Err(source) = std::fs::metadata(&path) {
             return Err(BookError::Io { path, source });
         }
         let not_a_book = |message: String| BookError::NotABook { path: path.clone(), message };
-        let conn =
-            Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)
-                .map_err(|source| BookError::Sqlite { path: path.clone(), source })?;
+        let flags = match access {
+            Access::Read => OpenFlags::SQLITE_OPEN_READ_ONLY,
+            Access::Write => OpenFlags::SQLITE_OPEN_READ_WRITE,
+        };
+        let conn = Connection::open_with_flags(&path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
+            .map_err(|source| BookError::Sqlite { path: path.clone(), source })?;
         let meta = |name: &str| -> Result<Option<String>> {
             conn.query_row("SELECT value FROM meta WHERE key = ?1", [name], |row| row.get(0))
                 .optional()
@@ -145,14 +158,27 @@ impl Book {
                 schema::VERSION
             )));
         }
-        // Probes are many small look-ups: the file is mapped rather than read page by page, one
-        // read transaction stays open (no file lock per probe; books are replaced by rename, never
-        // written in place), and the planner keeps its plan for every key (SQLite built with STAT4
-        // otherwise re-prepares the statement whenever a new key is bound).
+        // Probes are many small look-ups: the file is mapped rather than read page by page, and
+        // the planner keeps its plan for every key (SQLite built with STAT4 otherwise re-prepares
+        // the statement whenever a new key is bound). A reader keeps one read transaction open
+        // (no file lock per probe): the book it sees does not change under it, and a `grow`
+        // writing the same file waits for it (up to the busy timeout) to commit.
+        let setup = match access {
+            Access::Read => "PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -65536; BEGIN;",
+            Access::Write => "PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -65536;",
+        };
         conn.set_db_config(DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG, true)
-            .and_then(|_| conn.execute_batch("PRAGMA mmap_size = 1073741824; PRAGMA cache_size = -65536; BEGIN;"))
+            .and_then(|_| conn.execute_batch(setup))
+            .and_then(|()| conn.busy_timeout(std::time::Duration::from_secs(10)))
             .map_err(|source| BookError::Sqlite { path: path.clone(), source })?;
         Ok(Book { path, conn, key })
+    }
+
+    /// The book frame of `pos` and the key it is stored under.
+    pub(crate) fn locate(&self, pos: &Position) -> (Canonical, u64) {
+        let canonical = Canonical::of(pos);
+        let key = if canonical.mirrored { (self.key)(&pos.mirror()) } else { (self.key)(pos) };
+        (canonical, key)
     }
 
     /// The file.
@@ -222,8 +248,7 @@ impl Book {
 
     /// The book's entry for `pos` or for its mirror image, with moves in `pos`'s frame.
     pub fn probe(&self, pos: &Position) -> Result<Option<Entry>> {
-        let canonical = Canonical::of(pos);
-        let key = if canonical.mirrored { (self.key)(&pos.mirror()) } else { (self.key)(pos) };
+        let (canonical, key) = self.locate(pos);
         let fen = canonical.fen();
         let mut statement = self.conn.prepare_cached(PROBE).map_err(|e| self.sqlite(e))?;
         let mut rows = statement.query([key as i64]).map_err(|e| self.sqlite(e))?;
@@ -267,7 +292,9 @@ impl Book {
             }
         }
         if let Some(entry) = entry.as_mut() {
-            entry.moves.sort_by(|a, b| b.games.cmp(&a.games).then(a.mv.to_u16().cmp(&b.mv.to_u16())));
+            entry.moves.sort_by(|a, b| {
+                b.games.cmp(&a.games).then(b.visits.cmp(&a.visits)).then(a.mv.to_u16().cmp(&b.mv.to_u16()))
+            });
         }
         Ok(entry)
     }

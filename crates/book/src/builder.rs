@@ -388,7 +388,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("book.sqlite");
         builder.write(&path, false).unwrap();
-        let book = Book::open_with_key(&path, colliding).unwrap();
+        let book = Book::open_with_key(&path, colliding, crate::book::Access::Read).unwrap();
         let mut pos = Position::startpos();
         pos.play("g3g4".parse().unwrap()).unwrap();
         let entry = book.probe(&pos).unwrap().unwrap();

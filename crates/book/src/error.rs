@@ -55,6 +55,21 @@ pub enum BookError {
         /// What failed.
         message: String,
     },
+    /// Growing settings that cannot work.
+    #[error("invalid grow settings: {message}")]
+    InvalidConfig {
+        /// What is wrong.
+        message: String,
+    },
+    /// The search of a position failed (its evaluator did).
+    #[error("searching {fen}")]
+    Search {
+        /// The position.
+        fen: String,
+        /// The cause.
+        #[source]
+        source: xqz_mcts::EvalError,
+    },
     /// A file system operation failed.
     #[error("I/O error on {}", path.display())]
     Io {

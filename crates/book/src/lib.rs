@@ -51,7 +51,8 @@
 //!   `move` in coordinate notation (`h2e2`), wins/draws/losses from the view of the side to move,
 //!   `avg_plies` the mean length of those games, `min_ply` the earliest ply the move was played at
 //!   here. `value` (for the side to move, in [-1, 1]), `visits` and `prior` are NULL in a book
-//!   built from games; they are the columns a search that grows the book fills.
+//!   built from games; they are the columns a search that grows the book fills ([`Grower`]). A
+//!   move that only a search added has no games (`games`, the counts and `avg_plies` are 0).
 //!
 //! # Frames: a position and its mirror image are one entry
 //!
@@ -70,6 +71,13 @@
 //! a temporary name that is renamed into place once complete. An existing book is refused unless
 //! the caller asks for it to be replaced (`xqz book build --force`); books are not merged into,
 //! since a rebuild from the datasets is cheap and never counts a game twice.
+//!
+//! # Growing, browsing
+//!
+//! [`Grower`] grows a book in place by search with any `xqz_mcts::Evaluator`, one position per
+//! transaction, so the file is the whole state and growing resumes where it stopped (the `grow`
+//! module's docs give the rule that picks the next position). [`Book::export_html`] writes the
+//! book as static pages to browse, [`Book::export_parquet`] as one table.
 
 mod book;
 mod builder;
@@ -77,9 +85,13 @@ mod canon;
 pub mod ecco;
 mod error;
 mod export;
+mod grow;
+mod html;
 mod schema;
 
 pub use book::{Book, BookMove, Entry, SuiteConfig, SuiteEntry};
 pub use builder::{BookBuilder, BuildConfig, BuildSummary};
 pub use error::{BookError, Result};
+pub use grow::{GrowConfig, Grower, Grown};
+pub use html::{HtmlConfig, HtmlSummary};
 pub use schema::VERSION as SCHEMA_VERSION;

@@ -32,7 +32,8 @@ pub struct UciArgs {
     book: Option<String>,
 }
 
-/// Opens a book for the engine: its move in a position is the one played in most games.
+/// Opens a book for the engine: its move in a position is the one played in most games, else the
+/// one its search visited most.
 fn open_book(path: &str) -> Result<xqz_uci::BookProbe, String> {
     let book = xqz_book::Book::open(path).map_err(|e| e.to_string())?;
     Ok(Box::new(move |pos: &xiangqi::Position| {
@@ -42,10 +43,12 @@ fn open_book(path: &str) -> Result<xqz_uci::BookProbe, String> {
             (Some(code), Some(name)) => format!(", {code} {name}"),
             _ => String::new(),
         };
-        Ok(Some(xqz_uci::BookChoice {
-            mv: best.mv,
-            note: format!("{} games, {}/{}/{}{opening}", best.games, best.wins, best.draws, best.losses),
-        }))
+        let counts = match (best.games, best.value, best.visits) {
+            // A move that only `xqz book grow` added: its search is all the book knows of it.
+            (0, Some(value), Some(visits)) => format!("value {value:+.2}, {visits} visits"),
+            _ => format!("{} games, {}/{}/{}", best.games, best.wins, best.draws, best.losses),
+        };
+        Ok(Some(xqz_uci::BookChoice { mv: best.mv, note: format!("{counts}{opening}") }))
     }))
 }
 

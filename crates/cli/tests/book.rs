@@ -56,7 +56,8 @@ fn book_build_then_probe_prints_moves_with_both_notations() {
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines[0], "opening: B05 中炮对进左马", "{stdout}");
     let fields: Vec<&str> = lines[2].split_whitespace().collect();
-    assert_eq!(fields, ["b9c7", "马2进3", "2", "1/0/1", "50.0%", "4.0", "3"], "{stdout}");
+    // No search has valued the moves of a book built from games.
+    assert_eq!(fields, ["b9c7", "马2进3", "2", "1/0/1", "50.0%", "4.0", "3", "-", "-"], "{stdout}");
     let fields: Vec<&str> = lines[3].split_whitespace().collect();
     assert_eq!(fields[..4], ["h7i7", "炮8平9", "1", "0/1/0"], "{stdout}");
 }
@@ -223,4 +224,67 @@ print("ok")
     let python = xqz_test_support::python::python("pyarrow");
     let out = Command::new(python).args(["-c", script]).arg(&table).output().unwrap();
     assert!(out.status.success() && text(&out.stdout).contains("ok"), "{}{}", text(&out.stdout), text(&out.stderr));
+}
+
+#[test]
+fn book_grow_searches_with_the_shipped_model_and_resumes() {
+    let root = tempfile::tempdir().unwrap();
+    let book = built(root.path());
+    let grow = |positions: &str| {
+        let args = ["book", "grow", &book, "--positions", positions, "--playouts", "16", "--device", "cpu"];
+        let out = xqz(&args);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let stdout = grow("2");
+    assert!(stdout.contains("2 positions searched") && stdout.contains("2 searched positions in all"), "{stdout}");
+    let stdout = grow("1");
+    assert!(stdout.contains("1 positions searched") && stdout.contains("3 searched positions in all"), "{stdout}");
+
+    let out = xqz(&["book", "probe", &book, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // The games' move keeps its counts and gets the search's statistics like the moves it added.
+    assert_eq!((rows[0]["move"].as_str(), rows[0]["games"].as_u64()), (Some("b2e2"), Some(3)), "{rows:?}");
+    for row in &rows {
+        let value = row["value"].as_f64().unwrap_or_else(|| panic!("no value: {row}"));
+        assert!(value.abs() <= 1.0 && row["visits"].as_u64().is_some() && row["prior"].as_f64().is_some(), "{row}");
+    }
+    assert!(rows.iter().map(|r| r["visits"].as_u64().unwrap()).sum::<u64>() <= 16, "{rows:?}");
+
+    let none = xqz(&["book", "grow", &book]);
+    assert!(
+        !none.status.success() && text(&none.stderr).contains("--minutes or --positions"),
+        "{}",
+        text(&none.stderr)
+    );
+    let bad = xqz(&["book", "grow", &book, "--minutes", "0"]);
+    assert!(!bad.status.success() && text(&bad.stderr).contains("--minutes 0 must be"), "{}", text(&bad.stderr));
+}
+
+#[test]
+fn book_export_html_is_browsed_in_headless_chromium() {
+    let vars = ["XQZ_CHROMIUM", "XQZ_CHROMEDRIVER", "XQZ_PYTHON"].map(std::env::var_os);
+    let [Some(chromium), Some(chromedriver), Some(python)] = vars else {
+        eprintln!("skipped: XQZ_CHROMIUM, XQZ_CHROMEDRIVER and XQZ_PYTHON must all be set (scripts/test sets them)");
+        return;
+    };
+    let root = tempfile::tempdir().unwrap();
+    let book = built(root.path());
+    let html = root.path().join("html");
+    let out = xqz(&["book", "export", &book, "--format", "html", "--out", html.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let pages = std::fs::read_dir(&html).unwrap().count();
+    assert!(text(&out.stdout).contains(&format!("{pages} pages")), "{}", text(&out.stdout));
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/book_html.py");
+    let out = Command::new(python).arg(script).arg(&html).arg(chromium).arg(chromedriver).output().unwrap();
+    assert!(out.status.success() && text(&out.stdout).contains("ok"), "{}{}", text(&out.stdout), text(&out.stderr));
+
+    let small = root.path().join("small");
+    let out =
+        xqz(&["book", "export", &book, "--format", "html", "--out", small.to_str().unwrap(), "--max-positions", "1"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_dir(&small).unwrap().count(), 1);
+    assert!(text(&out.stderr).contains("left out (--max-positions 1)"), "{}", text(&out.stderr));
 }

@@ -30,7 +30,7 @@ use thiserror::Error;
 
 use super::descriptor::{self, Action, ResolveError, Stack, action_possible, file_from_number, on_file, pick, stacks};
 use crate::position::{IllegalMoveError, Position};
-use crate::types::{Color, Move, PieceKind};
+use crate::types::{Color, Move, Piece, PieceKind};
 
 /// A move in Chinese notation, read without a position; [`Chinese::resolve`] finds the move it
 /// denotes.
@@ -208,6 +208,18 @@ fn number_char(color: Color, n: u8) -> char {
 }
 
 impl Chinese {
+    /// The character a piece is printed with (Red 帅仕相马车炮兵, Black 将士象马车炮卒), as on a
+    /// board diagram.
+    ///
+    /// ```
+    /// use xiangqi::notation::Chinese;
+    /// use xiangqi::{Color, Piece, PieceKind};
+    /// assert_eq!(Chinese::piece_char(Piece::new(Color::Black, PieceKind::King)), '将');
+    /// ```
+    pub const fn piece_char(piece: Piece) -> char {
+        piece_char(piece.color, piece.kind)
+    }
+
     /// The Chinese text of a move that must be legal in `pos`, written for the side to move.
     pub fn from_move(pos: &Position, mv: Move) -> Result<Chinese, IllegalMoveError> {
         let d = descriptor::describe(pos, mv)?;
