@@ -186,8 +186,9 @@ fn render(page: &Page, targets: &[Target], line: &[(usize, Move, Position)]) -> 
     let entry = &page.entry;
     let mut html = String::new();
     let title = match opening(entry) {
-        name if name.is_empty() => format!("Position after {} plies", line.len()),
-        name => name,
+        name if !name.is_empty() => name,
+        _ if line.is_empty() => "Start position".into(),
+        _ => format!("Position after {} plies", line.len()),
     };
     let _ = write!(
         html,
