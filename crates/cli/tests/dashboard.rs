@@ -7,18 +7,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Kills the run if the test fails before stopping it.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use xqz_test_support::process::ChildGuard;
 
 #[test]
 fn the_dashboard_of_a_run_shows_it_live_in_a_browser() {
@@ -41,7 +33,7 @@ fn the_dashboard_of_a_run_shows_it_live_in_a_browser() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut run = Guard(child);
+    let mut run = ChildGuard(child);
     let mut stdout = BufReader::new(run.0.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();

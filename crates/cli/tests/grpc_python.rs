@@ -3,20 +3,11 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use xqz_test_support::process::ChildGuard;
 use xqz_test_support::python as support;
-
-/// Kills the child if the test fails before stopping it.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn python_grpcio_client_is_served() {
@@ -27,7 +18,7 @@ fn python_grpcio_client_is_served() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut guard = Guard(child);
+    let mut guard = ChildGuard(child);
     let mut line = String::new();
     BufReader::new(guard.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}"));

@@ -6,22 +6,13 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use xqz_proto::tls::ClientTls;
 use xqz_test_support::certificates::{ca, leaf};
+use xqz_test_support::process::ChildGuard;
 use xqz_trainer::{GrpcPublisher, PublishError, Publisher};
-
-/// A child process killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 #[test]
 fn workers_and_the_trainer_reach_a_tls_coordinator_each_with_its_own_credential() {
@@ -42,7 +33,7 @@ fn workers_and_the_trainer_reach_a_tls_coordinator_each_with_its_own_credential(
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let _coordinator = Proc(child);
+    let _coordinator = ChildGuard(child);
     let line = lines.next().unwrap().unwrap();
     let addr = line.strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}"));
     std::thread::spawn(move || lines.for_each(drop));
@@ -55,7 +46,7 @@ fn workers_and_the_trainer_reach_a_tls_coordinator_each_with_its_own_credential(
         .args(["--device", "cpu", "--threads", "1", "--games-per-thread", "2", "--dir", &path("worker")])
         .spawn()
         .unwrap();
-    let mut worker = Proc(worker);
+    let mut worker = ChildGuard(worker);
     let deadline = Instant::now() + Duration::from_secs(120);
     let status = loop {
         if let Some(status) = worker.0.try_wait().unwrap() {

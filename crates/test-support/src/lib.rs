@@ -5,4 +5,5 @@
 pub mod certificates;
 pub mod fairy_stockfish;
 pub mod games;
+pub mod process;
 pub mod python;
