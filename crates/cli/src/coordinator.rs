@@ -30,12 +30,12 @@ pub struct CoordinatorArgs {
     #[command(flatten)]
     tls: crate::token::ServerTlsArgs,
     /// Serve without a token on an address other than loopback (anyone who reaches it may submit
-    /// games and publish models).
+    /// games and publish models, or see the dashboard on a --metrics address off loopback).
     #[arg(long)]
     insecure: bool,
     /// Address of the HTTP endpoint (plain HTTP), if any: Prometheus metrics at /metrics and the
     /// read-only dashboard at / (which takes the token, if one is set, as ?token= or a bearer
-    /// header).
+    /// header; without a token, refused off loopback unless --insecure).
     #[arg(long)]
     metrics: Option<SocketAddr>,
     /// A run folder of `xqz run` whose trainer/metrics.csv and strength.csv the dashboard plots
@@ -99,6 +99,13 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
         "refusing to serve on {} without a token: give one with --token-file FILE or the {} variable, or pass \
          --insecure to serve anyone who reaches the address",
         args.listen,
+        crate::token::TOKEN_ENV
+    );
+    anyhow::ensure!(
+        config.token.is_some() || args.metrics.is_none_or(|at| at.ip().is_loopback()) || args.insecure,
+        "refusing to serve the dashboard and metrics on {} without a token: give one with --token-file FILE or \
+         the {} variable, or pass --insecure to show the run to anyone who reaches the address",
+        args.metrics.map_or_else(String::new, |at| at.to_string()),
         crate::token::TOKEN_ENV
     );
     config.metrics = args.metrics;

@@ -33,7 +33,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "runs")]
     runs: PathBuf,
     /// Address of the dashboard (and the coordinator's metrics at /metrics); port 0 picks a free
-    /// port. The address is printed when the run starts.
+    /// port. The address is printed when the run starts. The run has no token: an address off
+    /// loopback shows it to anyone who reaches that address.
     #[arg(long, default_value = "127.0.0.1:0")]
     dashboard: std::net::SocketAddr,
     /// Stop after this many minutes (default: until Ctrl-C).
@@ -248,6 +249,9 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     // The coordinator first: the others need its address.
     let ready_file = logs.join("coordinator.ready");
     let _ = std::fs::remove_file(&ready_file);
+    // The user who names an address off loopback asks for the read-only view to be seen there;
+    // the coordinator's gRPC stays on loopback.
+    let shown_off_loopback = !args.dashboard.ip().is_loopback();
     let mut coordinator = Role::spawn(
         "coordinator",
         &[
@@ -264,7 +268,10 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             args.dashboard.to_string(),
             "--run-folder".into(),
             dir.display().to_string(),
-        ],
+        ]
+        .into_iter()
+        .chain(shown_off_loopback.then(|| "--insecure".into()))
+        .collect::<Vec<String>>(),
         &logs.join("coordinator.log"),
     )?;
     let ready = wait_ready(&mut coordinator, &ready_file, Duration::from_secs(60))?;

@@ -228,4 +228,21 @@ fn the_coordinator_needs_a_token_off_loopback() {
     assert!(missing.contains("/no/such/token"), "{missing}");
     assert!(start(&["--token", "a", "--token-file", file.to_str().unwrap()], None).contains("cannot be used with"));
     assert!(start(&["--token", "two words"], None).contains("printable ASCII"));
+
+    // The dashboard shows the run to whoever reaches its address: the same rule holds for it.
+    let dashboard = |flags: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_xqz"))
+            .args(["coordinator", "--listen", "127.0.0.1:0", "--metrics", "0.0.0.0:0", "--playouts", "0", "--data"])
+            .arg(dir.path())
+            .args(flags)
+            .env_remove("XQZ_TOKEN")
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let refused = dashboard(&[]);
+    assert!(refused.contains("refusing to serve the dashboard and metrics on 0.0.0.0:0 without a token"), "{refused}");
+    assert!(dashboard(&["--insecure"]).contains("playouts = 0"));
+    assert!(dashboard(&["--token-file", file.to_str().unwrap()]).contains("playouts = 0"));
 }
