@@ -24,7 +24,7 @@ pub enum BenchCommand {
 /// Options of `xqz bench selfplay`.
 #[derive(Args)]
 pub struct SelfPlayBenchArgs {
-    /// Model config of a randomly initialised network: tiny, small, standard or a .toml file.
+    /// Model config of a randomly initialised network: tiny, mid, small, standard or a .toml file.
     #[arg(long, default_value = "small")]
     model: String,
     #[command(flatten)]
@@ -46,7 +46,7 @@ pub struct SelfPlayBenchArgs {
 /// Options of `xqz bench net`.
 #[derive(Args)]
 pub struct NetArgs {
-    /// Model config: tiny, small, standard, or a .toml file.
+    /// Model config: tiny, mid, small, standard, or a .toml file.
     #[arg(long, default_value = "small")]
     model: String,
     #[command(flatten)]

@@ -33,7 +33,7 @@ pub struct ModelSource {
     /// A checkpoint (its `.json` metadata file).
     #[arg(long)]
     pub model: Option<PathBuf>,
-    /// A randomly initialised network of this config (tiny, small, standard or a .toml file).
+    /// A randomly initialised network of this config (tiny, mid, small, standard or a .toml file).
     #[arg(long)]
     pub init: Option<String>,
     /// No network: uniform priors and a draw value everywhere (the search plays on the rules alone).

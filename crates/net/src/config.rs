@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The built-in configurations, by name.
-const BUILTIN: [(&str, &str); 3] = [
+const BUILTIN: [(&str, &str); 4] = [
     ("tiny", include_str!("../../../models/tiny.toml")),
+    ("mid", include_str!("../../../models/mid.toml")),
     ("small", include_str!("../../../models/small.toml")),
     ("standard", include_str!("../../../models/standard.toml")),
 ];
@@ -43,7 +44,7 @@ pub struct ModelConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// Not a built-in name, and no such file.
-    #[error("unknown model {0:?} (built in: tiny, small, standard; or a path to a .toml file)")]
+    #[error("unknown model {0:?} (built in: tiny, mid, small, standard; or a path to a .toml file)")]
     Unknown(String),
     /// The file cannot be read.
     #[error("cannot read model config {path}: {source}")]

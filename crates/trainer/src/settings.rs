@@ -27,7 +27,7 @@ use crate::run::TrainerConfig;
 #[serde(default, deny_unknown_fields)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct TrainSettings {
-    /// Model config: tiny, small, standard or a .toml file (a resumed run must match it).
+    /// Model config: tiny, mid, small, standard or a .toml file (a resumed run must match it).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().model))]
     pub model: String,
     /// Rows per training step.
@@ -84,7 +84,7 @@ pub struct TrainSettings {
 impl Default for TrainSettings {
     fn default() -> TrainSettings {
         TrainSettings {
-            model: "small".into(),
+            model: "mid".into(),
             batch_size: 256,
             lr_schedule: "0:0.02,20000:0.006,60000:0.002".into(),
             momentum: 0.9,
