@@ -186,7 +186,7 @@ pub struct GameView {
     pub moves: Vec<MoveView>,
 }
 
-/// One row of the trainer's `metrics.csv`.
+/// One row of the trainer's `metrics.csv` (the columns the dashboard reads; the file has more).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TrainingPoint {
     /// Steps taken.
@@ -271,7 +271,7 @@ struct Dashboard {
     run_folder: Option<PathBuf>,
     started_ms: i64,
     rates: Mutex<Rates>,
-    training: Mutex<CsvTail<TrainingRow>>,
+    training: Mutex<CsvTail<TrainingPoint>>,
     strength: Mutex<CsvTail<StrengthRow>>,
 }
 
@@ -380,7 +380,15 @@ fn model_view(model: &ModelAnnouncement, games: u64) -> ModelView {
 async fn overview(State(dash): State<Arc<Dashboard>>) -> Answer<Overview> {
     blocking(move || {
         let state = &dash.state;
-        let counts = lock(&state.store).counts().clone();
+        let latest = state.registry.latest();
+        // Only what the answer shows is read under the store's lock: the per-model counts grow
+        // with the run.
+        let (stored, latest_games) = {
+            let store = lock(&state.store);
+            let counts = store.counts();
+            let latest_games = latest.as_ref().and_then(|m| counts.by_model.get(&m.version).copied());
+            ((counts.games, counts.samples, counts.bytes), latest_games.unwrap_or(0))
+        };
         let (games, samples) =
             (state.metrics.games_accepted.load(Relaxed), state.metrics.samples_accepted.load(Relaxed));
         let now = Instant::now();
@@ -400,16 +408,14 @@ async fn overview(State(dash): State<Arc<Dashboard>>) -> Answer<Overview> {
                 }
             })
             .collect();
-        let latest_model = state.registry.latest().map(|m| {
-            let games = counts.by_model.get(&m.version).copied().unwrap_or(0);
-            model_view(&m, games)
-        });
+        let latest_model = latest.map(|m| model_view(&m, latest_games));
+        let (games_stored, samples_stored, dataset_bytes) = stored;
         Ok(Overview {
             now_ms: now_ms(),
             started_ms: dash.started_ms,
-            games: counts.games,
-            samples: counts.samples,
-            dataset_bytes: counts.bytes,
+            games: games_stored,
+            samples: samples_stored,
+            dataset_bytes,
             games_per_second,
             samples_per_second,
             rejected_batches: state.metrics.batches_rejected.load(Relaxed),
@@ -491,32 +497,6 @@ async fn game(State(dash): State<Arc<Dashboard>>, UrlPath(id): UrlPath<String>) 
         game_view(&record).map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, format!("stored game {id}: {e}")))
     })
     .await
-}
-
-/// The columns of `metrics.csv` the dashboard reads (the file has more).
-#[derive(Clone, Deserialize)]
-struct TrainingRow {
-    step: u64,
-    samples_seen: u64,
-    policy_loss: f64,
-    value_loss: f64,
-    learning_rate: f64,
-    samples_per_second: f64,
-    model_version: u64,
-}
-
-impl From<TrainingRow> for TrainingPoint {
-    fn from(r: TrainingRow) -> TrainingPoint {
-        TrainingPoint {
-            step: r.step,
-            samples_seen: r.samples_seen,
-            policy_loss: r.policy_loss,
-            value_loss: r.value_loss,
-            learning_rate: r.learning_rate,
-            samples_per_second: r.samples_per_second,
-            model_version: r.model_version,
-        }
-    }
 }
 
 /// A row of `strength.csv`, whose Elo columns read `inf` or `-inf` when unbounded.
