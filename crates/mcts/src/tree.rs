@@ -614,9 +614,9 @@ impl Tree {
     /// visits below the phase's target; at the end of a phase, the better half goes on. `None`
     /// while the phase's last selections wait for their evaluations.
     fn gumbel_child(&mut self) -> Option<usize> {
+        let first = self.nodes[0].first_child as usize;
         loop {
             let plan = self.gumbel.as_ref().expect("a Gumbel plan");
-            let first = self.nodes[0].first_child as usize;
             let started = |i: usize| self.nodes[i].visits + self.nodes[i].in_flight - plan.base[i - first];
             if plan.survivors.len() == 1 {
                 return Some(plan.survivors[0].0);
@@ -629,8 +629,7 @@ impl Tree {
             if plan.survivors.iter().any(|&(i, _)| self.nodes[i].in_flight > 0) {
                 return None;
             }
-            let sigma = self.root_sigma();
-            let first = self.nodes[0].first_child as usize;
+            let sigma = Tree::root_sigma(&self.root());
             let plan = self.gumbel.as_mut().expect("a Gumbel plan");
             plan.survivors.sort_by(|a, b| (b.1 + sigma[b.0 - first]).total_cmp(&(a.1 + sigma[a.0 - first])));
             plan.survivors.truncate(plan.survivors.len().div_ceil(2));
@@ -638,9 +637,9 @@ impl Tree {
         }
     }
 
-    /// `sigma(completed q)` of each root move, by its index among the root's children.
-    fn root_sigma(&self) -> Vec<f32> {
-        let root = self.root();
+    /// `sigma(completed q)` of each root move of `root` (the tree's root statistics), by its index
+    /// among the root's children.
+    fn root_sigma(root: &RootStats) -> Vec<f32> {
         let priors: Vec<f32> = root.children.iter().map(|c| c.2).collect();
         root.sigma_completed_q(&priors)
     }
@@ -655,7 +654,7 @@ impl Tree {
             return root.best_move();
         }
         let first = self.nodes[0].first_child as usize;
-        let sigma = self.root_sigma();
+        let sigma = Tree::root_sigma(&root);
         let score = |&(i, g): &(usize, f32)| g + sigma[i - first];
         let open = plan.survivors.iter().filter(|&&(i, _)| self.nodes[i].state.loss_in().is_none());
         let best = open.max_by(|a, b| score(a).total_cmp(&score(b)));
