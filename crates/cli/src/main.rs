@@ -2,22 +2,36 @@
 
 mod bench;
 mod bench_ingest;
+#[cfg(feature = "torch")]
+mod bench_net;
 mod book;
+#[cfg(feature = "torch")]
+mod book_grow;
 mod coordinator;
 mod data;
 mod eval;
+#[cfg(feature = "torch")]
+mod eval_match;
 mod ladder;
+#[cfg(feature = "torch")]
 mod model;
+#[cfg(feature = "torch")]
 mod pipeline;
 mod plot;
+#[cfg(feature = "torch")]
 mod results;
+#[cfg(feature = "torch")]
 mod selfplay;
 mod settings;
 mod status;
+#[cfg(feature = "torch")]
 mod strength;
 mod token;
+#[cfg(feature = "torch")]
 mod train;
+#[cfg(feature = "torch")]
 mod uci;
+#[cfg(feature = "torch")]
 mod worker;
 
 use std::process::ExitCode;
@@ -80,13 +94,17 @@ enum Command {
         command: data::DataCommand,
     },
     /// Serve the coordinator: validate and store submitted games, publish models.
-    Coordinator(coordinator::CoordinatorArgs),
+    Coordinator(Box<coordinator::CoordinatorArgs>),
+    #[cfg(feature = "torch")]
     /// Play self-play games on this machine and append them to a dataset folder.
     Selfplay(selfplay::SelfPlayArgs),
+    #[cfg(feature = "torch")]
     /// Play self-play games for a coordinator: download its models, upload the games.
     Worker(worker::WorkerArgs),
+    #[cfg(feature = "torch")]
     /// The whole pipeline on this machine: coordinator, workers and trainer on 127.0.0.1.
     Run(pipeline::RunArgs),
+    #[cfg(feature = "torch")]
     /// Train on the coordinator's dataset as it grows and publish new models to it.
     Train(train::TrainArgs),
     /// Evaluate checkpoints: matches against each other or external engines, and ladders.
@@ -94,8 +112,10 @@ enum Command {
         #[command(subcommand)]
         command: eval::EvalCommand,
     },
+    #[cfg(feature = "torch")]
     /// Play as a UCI engine on stdin/stdout (the Pikafish dialect), with a checkpoint.
     Uci(uci::UciArgs),
+    #[cfg(feature = "torch")]
     /// Copy a checkpoint's network for shipping: weights only, in half precision.
     Export(model::ExportArgs),
     /// A running coordinator's state at a glance: model, workers, games.
@@ -110,6 +130,10 @@ enum Command {
         #[command(subcommand)]
         command: bench::BenchCommand,
     },
+    /// A command of the full build (those that run a network), met in the build without libtorch.
+    #[cfg(not(feature = "torch"))]
+    #[command(external_subcommand)]
+    Other(Vec<String>),
 }
 
 fn main() -> ExitCode {
@@ -153,15 +177,42 @@ fn run(command: Command, given: &ArgMatches) -> Result<ExitCode> {
         Command::Data { command } => done(data::run(command)),
         Command::Book { command } => done(book::run(command)),
         Command::Bench { command } => done(bench::run(command)),
+        #[cfg(feature = "torch")]
         Command::Selfplay(args) => done(selfplay::run(&args)),
         Command::Coordinator(args) => done(coordinator::run(&args, given)),
+        #[cfg(feature = "torch")]
         Command::Worker(args) => done(worker::run(args)),
+        #[cfg(feature = "torch")]
         Command::Train(args) => done(train::run(&args, given)),
+        #[cfg(feature = "torch")]
         Command::Run(args) => done(pipeline::run(&args, given)),
+        #[cfg(feature = "torch")]
         Command::Uci(args) => done(uci::run(&args)),
+        #[cfg(feature = "torch")]
         Command::Export(args) => done(model::export(&args)),
         Command::Status(args) => done(status::run(&args)),
         Command::Eval { command } => eval::run(command),
+        #[cfg(not(feature = "torch"))]
+        Command::Other(words) => Err(without_torch(&words[0])),
+    }
+}
+
+/// The commands of the full build that this build, without libtorch, leaves out.
+#[cfg(not(feature = "torch"))]
+const TORCH_COMMANDS: [&str; 10] =
+    ["selfplay", "worker", "run", "train", "uci", "export", "eval match", "book grow", "bench net", "bench selfplay"];
+
+/// The error for `command`, a word that names no command of this build: a command of the full
+/// build is named as such, anything else is unknown.
+#[cfg(not(feature = "torch"))]
+pub fn without_torch(command: &str) -> anyhow::Error {
+    if TORCH_COMMANDS.contains(&command) {
+        anyhow::anyhow!(
+            "`xqz {command}` runs a network, and this xqz is built without libtorch (cargo feature \
+             `torch` off, as for the coordinator's image); use the full build"
+        )
+    } else {
+        anyhow::anyhow!("unknown command `{command}`; `xqz --help` lists them")
     }
 }
 

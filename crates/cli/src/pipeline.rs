@@ -163,35 +163,6 @@ fn last_strength(csv: &Path) -> Option<String> {
     Some(format!(" | v{version} Elo {elo} vs {opponent}"))
 }
 
-/// Plots a run folder's curves: `losses.svg` from the trainer's metrics and `strength.svg` from
-/// the strength matches, those it has data for; returns what it did, a line each.
-pub fn plot_run(dir: &Path) -> Vec<String> {
-    let mut done = Vec::new();
-    let strength = dir.join("strength.csv");
-    if strength.exists() {
-        let plot = dir.join("strength.svg");
-        done.push(match crate::plot::strength(&strength, &plot, run_started(dir)) {
-            Ok(()) => format!("strength matches in {}, plotted in {}", strength.display(), plot.display()),
-            Err(e) => format!("no strength plot: {e:#}"),
-        });
-    }
-    let metrics = dir.join("trainer/metrics.csv");
-    if metrics.exists() {
-        let plot = dir.join("losses.svg");
-        done.push(match crate::plot::losses(&metrics, &plot) {
-            Ok(()) => format!("losses plotted in {}", plot.display()),
-            Err(e) => format!("no loss plot: {e:#}"),
-        });
-    }
-    done
-}
-
-/// When the run began (Unix seconds): when its trainer saved the step-0 checkpoint.
-fn run_started(dir: &Path) -> Option<u64> {
-    let modified = std::fs::metadata(dir.join("trainer/checkpoints/step-00000000.json")).ok()?.modified().ok()?;
-    Some(modified.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs())
-}
-
 /// Seconds since the Unix epoch, for log lines.
 fn unix_now() -> String {
     let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
@@ -415,7 +386,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     if let Some(Err(e)) = strength.map(|t| t.join().unwrap_or_else(|_| Err(anyhow::anyhow!("panicked")))) {
         eprintln!("strength tracking stopped: {e:#}");
     }
-    for line in plot_run(&dir) {
+    for line in crate::plot::plot_run(&dir) {
         println!("{line}");
     }
     outcome?;
@@ -446,26 +417,5 @@ mod tests {
         std::fs::write(&strength, "version,elo\n7,120\n").unwrap();
         assert_eq!(last_strength(&strength), None, "a column is missing");
         assert_eq!(last_step(&dir.path().join("absent.csv")), None);
-    }
-
-    #[test]
-    fn a_run_folder_s_curves_are_plotted_from_its_files() {
-        let dir = tempfile::tempdir().unwrap();
-        assert!(plot_run(dir.path()).is_empty());
-        std::fs::create_dir_all(dir.path().join("trainer")).unwrap();
-        std::fs::write(
-            dir.path().join("trainer/metrics.csv"),
-            "step,policy_loss,value_loss,learning_rate\n1,3.5,0.9,0.02\n2,3.4,0.8,0.02\n",
-        )
-        .unwrap();
-        let rows =
-            ["4,400,1000,material@32,4,7,9,0.375,-88.7,-268.2,51.8", "8,800,2000,material@32,5,10,5,0.5,0,-85,85"];
-        std::fs::write(dir.path().join("strength.csv"), format!("{}\n{}\n", crate::strength::HEADER, rows.join("\n")))
-            .unwrap();
-        let done = plot_run(dir.path());
-        assert_eq!(done.len(), 2, "{done:?}");
-        let strength = std::fs::read_to_string(dir.path().join("strength.svg")).unwrap();
-        assert!(strength.contains("material@32 = 0"), "the anchor is named in the title");
-        assert!(dir.path().join("losses.svg").exists());
     }
 }

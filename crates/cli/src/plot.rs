@@ -129,3 +129,58 @@ pub fn ladder(points: &[(u64, f64, f64)], out: &Path) -> Result<()> {
     root.present()?;
     Ok(())
 }
+
+/// Plots a run folder's curves: `losses.svg` from the trainer's metrics and `strength.svg` from
+/// the strength matches, those it has data for; returns what it did, a line each.
+pub fn plot_run(dir: &Path) -> Vec<String> {
+    let mut done = Vec::new();
+    let matches = dir.join("strength.csv");
+    if matches.exists() {
+        let plot = dir.join("strength.svg");
+        done.push(match strength(&matches, &plot, run_started(dir)) {
+            Ok(()) => format!("strength matches in {}, plotted in {}", matches.display(), plot.display()),
+            Err(e) => format!("no strength plot: {e:#}"),
+        });
+    }
+    let metrics = dir.join("trainer/metrics.csv");
+    if metrics.exists() {
+        let plot = dir.join("losses.svg");
+        done.push(match losses(&metrics, &plot) {
+            Ok(()) => format!("losses plotted in {}", plot.display()),
+            Err(e) => format!("no loss plot: {e:#}"),
+        });
+    }
+    done
+}
+
+/// When the run began (Unix seconds): when its trainer saved the step-0 checkpoint.
+fn run_started(dir: &Path) -> Option<u64> {
+    let modified = std::fs::metadata(dir.join("trainer/checkpoints/step-00000000.json")).ok()?.modified().ok()?;
+    Some(modified.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_folder_s_curves_are_plotted_from_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(plot_run(dir.path()).is_empty());
+        std::fs::create_dir_all(dir.path().join("trainer")).unwrap();
+        std::fs::write(
+            dir.path().join("trainer/metrics.csv"),
+            "step,policy_loss,value_loss,learning_rate\n1,3.5,0.9,0.02\n2,3.4,0.8,0.02\n",
+        )
+        .unwrap();
+        let rows =
+            ["4,400,1000,material@32,4,7,9,0.375,-88.7,-268.2,51.8", "8,800,2000,material@32,5,10,5,0.5,0,-85,85"];
+        std::fs::write(dir.path().join("strength.csv"), format!("{}\n{}\n", crate::strength::HEADER, rows.join("\n")))
+            .unwrap();
+        let done = plot_run(dir.path());
+        assert_eq!(done.len(), 2, "{done:?}");
+        let strength = std::fs::read_to_string(dir.path().join("strength.svg")).unwrap();
+        assert!(strength.contains("material@32 = 0"), "the anchor is named in the title");
+        assert!(dir.path().join("losses.svg").exists());
+    }
+}

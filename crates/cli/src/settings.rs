@@ -37,6 +37,7 @@ impl SettingsFile {
     }
 
     /// Writes the file atomically.
+    #[cfg(feature = "torch")]
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = format!(
             "# The settings of this run: [play] is what the coordinator dictates to workers at first,\n\

@@ -15,22 +15,37 @@
 //! println!("{best} with win/draw/loss {:?}", eval.wdl);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Without the `torch` feature (on by default) only what needs no libtorch is built: the model
+//! configs, the input encoding and the policy index, for roles that name models without running
+//! them.
 
+#[cfg(feature = "torch")]
 pub mod bench;
+#[cfg(feature = "torch")]
 pub mod checkpoint;
 pub mod config;
+#[cfg(feature = "torch")]
 pub mod device;
 pub mod encoding;
+#[cfg(feature = "torch")]
 pub mod model;
 pub mod policy;
+#[cfg(feature = "torch")]
 pub mod service;
+#[cfg(feature = "torch")]
 pub mod train;
 
+#[cfg(feature = "torch")]
 pub use checkpoint::{CheckpointError, CheckpointInfo, CheckpointMeta};
 pub use config::{ConfigError, ModelConfig, TrainConfig};
+#[cfg(feature = "torch")]
 pub use device::{DeviceError, parse_device};
+#[cfg(feature = "torch")]
 pub use model::{BatchPrediction, Network, Prediction};
+#[cfg(feature = "torch")]
 pub use train::{Losses, TrainBatch, TrainError, Trainer};
 
 /// Re-exported so that callers name devices without depending on tch themselves.
+#[cfg(feature = "torch")]
 pub use tch::Device;

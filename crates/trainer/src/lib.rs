@@ -24,12 +24,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+#[cfg(feature = "torch")]
 mod data;
+#[cfg(feature = "torch")]
 mod publish;
+#[cfg(feature = "torch")]
 mod run;
 mod settings;
 
+#[cfg(feature = "torch")]
 pub use data::{DataError, Targets, TrainingData};
+#[cfg(feature = "torch")]
 pub use publish::{GrpcPublisher, PublishError};
+#[cfg(feature = "torch")]
 pub use run::{Publisher, RunError, StepReport, TrainerConfig, latest_checkpoint, train};
 pub use settings::{TrainSettings, TrainSettingsError};

@@ -12,15 +12,8 @@
 //! # Ok::<(), xqz_trainer::TrainSettingsError>(())
 //! ```
 
-use std::path::PathBuf;
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
-use xqz_dataset::{GrowingWindow, WindowSize};
-use xqz_net::{ConfigError, Device, ModelConfig, TrainConfig};
-
-use crate::data::Targets;
-use crate::run::TrainerConfig;
+use xqz_net::{ConfigError, ModelConfig};
 
 /// How the trainer trains; see the module docs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -195,13 +188,21 @@ impl TrainSettings {
 
     /// The training loop's config: these settings, reading the dataset in `data` and keeping the
     /// run in `run`, on `device`, stopping after `max_steps` if given.
+    #[cfg(feature = "torch")]
     pub fn trainer_config(
         &self,
-        data: PathBuf,
-        run: PathBuf,
-        device: Device,
+        data: std::path::PathBuf,
+        run: std::path::PathBuf,
+        device: xqz_net::Device,
         max_steps: Option<u64>,
-    ) -> Result<TrainerConfig, TrainSettingsError> {
+    ) -> Result<crate::TrainerConfig, TrainSettingsError> {
+        use std::time::Duration;
+
+        use xqz_dataset::{GrowingWindow, WindowSize};
+        use xqz_net::TrainConfig;
+
+        use crate::{Targets, TrainerConfig};
+
         let (lr_schedule, model) = self.checked()?;
         Ok(TrainerConfig {
             data,

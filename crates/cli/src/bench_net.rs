@@ -1,0 +1,163 @@
+//! The benchmarks that run a network: `xqz bench net` (throughput alone and through the batching
+//! service) and `xqz bench selfplay`.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use xqz_net::bench::{raw_throughput, sample_positions, service_throughput};
+use xqz_net::service::ServiceConfig;
+use xqz_net::{ModelConfig, Network};
+
+/// Options of `xqz bench selfplay`.
+#[derive(Args)]
+pub struct SelfPlayBenchArgs {
+    /// Model config of a randomly initialised network: tiny, mid, small, standard or a .toml file.
+    #[arg(long, default_value = "small")]
+    model: String,
+    #[command(flatten)]
+    device: crate::model::DeviceArg,
+    /// Games to play.
+    #[arg(long, default_value_t = 32)]
+    games: u64,
+    /// Search threads.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Games per thread played at once.
+    #[arg(long, default_value_t = 32)]
+    games_per_thread: usize,
+    /// The self-play settings (--mate-moves 1 against the default weighs the mate search's cost).
+    #[command(flatten)]
+    play: xqz_mcts::PlaySettings,
+}
+
+/// Options of `xqz bench net`.
+#[derive(Args)]
+pub struct NetArgs {
+    /// Model config: tiny, mid, small, standard, or a .toml file.
+    #[arg(long, default_value = "small")]
+    model: String,
+    #[command(flatten)]
+    device: crate::model::DeviceArg,
+    /// Batch sizes of the raw measurement.
+    #[arg(long, value_delimiter = ',', default_value = "1,8,32,128,256")]
+    batches: Vec<usize>,
+    /// Concurrent callers of the batching service.
+    #[arg(long, default_value_t = 64)]
+    callers: usize,
+    /// Largest batch the service forms.
+    #[arg(long, default_value_t = 256)]
+    max_batch: usize,
+    /// Longest a position waits for its batch to fill, in milliseconds.
+    #[arg(long, default_value_t = 2.0)]
+    max_wait_ms: f64,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+}
+
+pub fn bench_net(args: &NetArgs) -> Result<()> {
+    let config = ModelConfig::resolve(&args.model)?;
+    let device = args.device.resolve()?;
+    anyhow::ensure!(args.seconds > 0.0, "--seconds must be positive");
+    anyhow::ensure!(args.callers > 0 && args.max_batch > 0, "--callers and --max-batch must be positive");
+    let duration = Duration::from_secs_f64(args.seconds);
+    let net = Network::new(&config, device);
+    println!(
+        "model {} ({} blocks x {} channels, {} parameters) on {device:?}, libtorch threads {}",
+        config.name,
+        config.blocks,
+        config.channels,
+        net.parameter_count(),
+        tch::get_num_threads()
+    );
+    let positions = sample_positions(1024, 1);
+    let mut batch_128 = None;
+    for &batch in &args.batches {
+        anyhow::ensure!(batch > 0, "batch sizes must be positive");
+        let rate = raw_throughput(&net, &positions, batch, duration);
+        println!("raw batch {batch:>4}: {rate:>10.0} positions/s");
+        if batch == 128 {
+            batch_128 = Some(rate);
+        }
+    }
+    let service =
+        ServiceConfig { max_batch: args.max_batch, max_wait: Duration::from_secs_f64(args.max_wait_ms / 1000.0) };
+    let (measured, _) = service_throughput(net, &positions, args.callers, service, duration);
+    print!(
+        "service, {} callers: {:>10.0} positions/s (mean batch {:.1})",
+        args.callers, measured.positions_per_second, measured.mean_batch
+    );
+    match batch_128 {
+        Some(raw) => println!(", {:.0}% of raw batch 128", 100.0 * measured.positions_per_second / raw),
+        None => println!(),
+    }
+    Ok(())
+}
+
+/// CPU seconds (user + system) of a `/proc/.../stat` file.
+fn cpu_seconds(stat: &str) -> Option<f64> {
+    // The command name may hold spaces; the fields after it are space-separated.
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks / 100.0)
+}
+
+/// CPU seconds of the whole process and of its threads named `xqz-inference` (the inference
+/// thread and the libtorch worker threads it started, which inherit its name), and their count.
+fn cpu_split() -> Result<(f64, f64, usize)> {
+    let process = cpu_seconds(&std::fs::read_to_string("/proc/self/stat")?).context("parse /proc/self/stat")?;
+    let (mut inference, mut threads) = (0.0, 0);
+    for task in std::fs::read_dir("/proc/self/task")? {
+        let task = task?.path();
+        let name = std::fs::read_to_string(task.join("comm")).unwrap_or_default();
+        if name.trim_end() == "xqz-inference" {
+            inference +=
+                std::fs::read_to_string(task.join("stat")).ok().as_deref().and_then(cpu_seconds).unwrap_or(0.0);
+            threads += 1;
+        }
+    }
+    Ok((process, inference, threads))
+}
+
+pub fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
+    use xqz_net::service::InferenceService;
+    use xqz_worker::{LocalSelfPlay, play_into};
+
+    let config = ModelConfig::resolve(&args.model)?;
+    let device = args.device.resolve()?;
+    args.play.validate()?;
+    let play = args.play.self_play_config(args.threads, args.games_per_thread, 0);
+    println!(
+        "model {} on {device:?}; {} games, {} threads x {} games, playouts {} full / {} cheap ({:.0}% full), \
+         {} leaves per game per batch, mates by checks of up to {} moves at the leaves",
+        config.name,
+        args.games,
+        play.threads,
+        play.games_per_thread,
+        play.playouts,
+        play.cheap_playouts,
+        100.0 * play.full_search_probability,
+        play.search.leaves_per_batch,
+        play.search.mate_moves
+    );
+    let service = InferenceService::spawn(Network::new(&config, device), ServiceConfig::default());
+    let dir = tempfile::tempdir()?;
+    let run = LocalSelfPlay { games: args.games, model_version: 0, worker_id: "bench".into() };
+    let (process_before, inference_before, _) = cpu_split()?;
+    let report = play_into(dir.path(), &play, service.client(), &run, |_| {})?;
+    let (process_after, inference_after, threads) = cpu_split()?;
+    println!("{}", report.stats);
+    let busy = report.stats.elapsed.as_secs_f64() * play.threads as f64;
+    println!(
+        "search threads: {:.1}% of their wall time outside evaluator calls (searching, encoding, writing)",
+        100.0 * (1.0 - report.stats.evaluator_time.as_secs_f64() / busy.max(1e-9))
+    );
+    let (process, inference) = (process_after - process_before, inference_after - inference_before);
+    println!(
+        "CPU: {process:.1}s in all, {inference:.1}s network evaluation ({threads} inference threads), \
+         {:.1}% outside it (search, rules, encoding, data)",
+        100.0 * (process - inference) / process.max(1e-9)
+    );
+    Ok(())
+}
