@@ -81,7 +81,7 @@ def check(driver, args):
     version = wait_for("a model version", lambda: re.fullmatch(r"v\d+", text(driver, "model-version")), args.timeout)
     print(f"games rose from {first} to {count(driver, 'games-count')}; model {version.group(0)}")
     if args.screenshots:
-        wait_for("a worker row", lambda: "w-" in text(driver, "workers"), args.timeout)
+        wait_for("a worker row", lambda: driver.find_elements(By.CSS_SELECTOR, "#workers tbody tr"), args.timeout)
         driver.save_screenshot(os.path.join(args.screenshots, "overview.png"))
 
     driver.find_element(By.CSS_SELECTOR, 'nav a[data-view="games"]').click()

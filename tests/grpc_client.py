@@ -65,9 +65,19 @@ def main():
             except grpc.RpcError as err:
                 assert err.code() == grpc.StatusCode.UNAUTHENTICATED, err
 
+            # Worker ids are the coordinator's: one it did not issue is refused, as a stranger.
+            try:
+                stub.Heartbeat(pb.HeartbeatRequest(worker_id="py"), metadata=auth, timeout=10)
+                raise AssertionError("a worker id the coordinator did not issue was accepted")
+            except grpc.RpcError as err:
+                assert err.code() == grpc.StatusCode.UNAUTHENTICATED, err
+                assert "unknown worker id" in err.details(), err.details()
+            worker = stub.Register(pb.RegisterRequest(name="py"), metadata=auth, timeout=10).worker_id
+            assert worker.startswith("py-"), worker
+
             good = game(pb, bytes(range(16)), ["h2e2", "h9g7"], ["b2e2", "b9c7"])
             bad = game(pb, bytes(range(1, 17)), ["h2e2", "h2e2"], ["b2e2", "b9c7"])  # Red moves twice
-            request = pb.SubmitGamesRequest(idempotency_key="py-bad", worker_id="py", games=[good, bad])
+            request = pb.SubmitGamesRequest(idempotency_key="py-bad", worker_id=worker, games=[good, bad])
             try:
                 stub.SubmitGames(request, metadata=auth, timeout=10)
                 raise AssertionError("an illegal move was accepted")
@@ -78,7 +88,7 @@ def main():
             assert stats.games == before.games, (stats.games, before.games)
             assert stats.rejected_batches == before.rejected_batches + 1, stats
 
-            request = pb.SubmitGamesRequest(idempotency_key="py-good", worker_id="py", games=[good])
+            request = pb.SubmitGamesRequest(idempotency_key="py-good", worker_id=worker, games=[good])
             answer = stub.SubmitGames(request, metadata=auth, timeout=10)
             assert (answer.accepted, answer.duplicates, answer.replayed_batch) == (1, 0, False), answer
             stats = stub.GetStats(pb.GetStatsRequest(), metadata=auth, timeout=10)
@@ -94,14 +104,14 @@ def main():
 
             skewed = game(pb, bytes(range(2, 18)), ["h2e2", "h9g7"], ["b2e2", "b9c7"])
             skewed.plies[1].root_wdl[:] = [-5.0, 7.0, -1.0]
-            refused(pb.SubmitGamesRequest(idempotency_key="py-wdl", worker_id="py", games=[skewed]),
+            refused(pb.SubmitGamesRequest(idempotency_key="py-wdl", worker_id=worker, games=[skewed]),
                     grpc.StatusCode.INVALID_ARGUMENT, ["root_wdl", "game #0"])
             swollen = game(pb, bytes(range(3, 19)), ["h2e2", "h9g7"], ["b2e2", "b9c7"])
             swollen.plies.extend(pb.PlySearch() for _ in range(100_000))
-            refused(pb.SubmitGamesRequest(idempotency_key="py-swell", worker_id="py", games=[swollen]),
+            refused(pb.SubmitGamesRequest(idempotency_key="py-swell", worker_id=worker, games=[swollen]),
                     grpc.StatusCode.RESOURCE_EXHAUSTED, ["100002 plies", "decoded"])
             other = game(pb, bytes(range(4, 20)), ["h2e2", "h9g7"], ["b2e2", "b9c7"])
-            refused(pb.SubmitGamesRequest(idempotency_key="py-good", worker_id="py", games=[other]),
+            refused(pb.SubmitGamesRequest(idempotency_key="py-good", worker_id=worker, games=[other]),
                     grpc.StatusCode.ALREADY_EXISTS, ["py-good"])
             stats = stub.GetStats(pb.GetStatsRequest(), metadata=auth, timeout=10)
             assert stats.games == before.games + 1, stats

@@ -10,7 +10,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
-use xqz_proto::v1::{GameSubmission, SubmitGamesRequest};
+use xqz_proto::v1::{GameSubmission, RegisterRequest, SubmitGamesRequest};
 
 /// Options of `xqz bench ingest`.
 #[derive(Args)]
@@ -114,12 +114,14 @@ pub fn run(args: &IngestArgs) -> Result<()> {
             let batch = args.batch;
             tasks.push(tokio::spawn(async move {
                 let mut client = CoordinatorClient::connect(url).await?.max_encoding_message_size(64 << 20);
+                let register = RegisterRequest { name: format!("bench-{w}"), ..RegisterRequest::default() };
+                let worker_id = client.register(register).await?.into_inner().worker_id;
                 let mut latencies = Vec::new();
                 let mut accepted = 0u64;
                 for (b, chunk) in worker_games.chunks(batch).enumerate() {
                     let request = SubmitGamesRequest {
                         idempotency_key: format!("bench-{w}-{b}-{}", rand::random::<u64>()),
-                        worker_id: format!("bench-{w}"),
+                        worker_id: worker_id.clone(),
                         games: chunk.to_vec(),
                     };
                     let sent = Instant::now();

@@ -18,6 +18,7 @@ mod service;
 mod settings;
 mod store;
 mod validate;
+mod worker_ids;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -38,6 +39,7 @@ use xqz_proto::v1::coordinator_server::CoordinatorServer;
 pub use error::CoordinatorError;
 pub use service::CoordinatorService;
 pub use settings::SETTINGS_FILE;
+pub use worker_ids::{KEY_FILE as WORKER_ID_KEY_FILE, WorkerIds};
 
 use crate::error::IoAt;
 use crate::registry::Registry;
@@ -212,14 +214,15 @@ pub async fn serve(
     config.settings.validate()?;
     let data = config.data_dir.clone();
     let (settings, schedule) = (config.settings.clone(), config.schedule);
-    let (history, store, registry) = tokio::task::spawn_blocking(move || {
+    let (history, store, registry, ids) = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&data).at(&data)?;
         let registry = Registry::open(&data.join("models"))?;
         let history = SettingsHistory::open(&data, &settings, schedule, registry.latest_version())?;
-        Ok::<_, CoordinatorError>((history, Store::open(&data)?, registry))
+        let ids = WorkerIds::open(&data).at(data.join(worker_ids::KEY_FILE))?;
+        Ok::<_, CoordinatorError>((history, Store::open(&data)?, registry, ids))
     })
     .await??;
-    let state = Arc::new(State::new(history, config.limits.clone(), store, registry));
+    let state = Arc::new(State::new(history, config.limits.clone(), store, registry, ids));
     let listener = TcpListener::bind(config.listen).await.at(config.listen.to_string())?;
     let addr = listener.local_addr().at(config.listen.to_string())?;
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -21,6 +21,7 @@ use crate::registry::{PublishError, Registry};
 use crate::settings::SettingsHistory;
 use crate::store::{Ingested, KeyReused, Store, content_digest};
 use crate::validate::validate_game;
+use crate::worker_ids::WorkerIds;
 
 /// Workers silent for longer are not counted as alive.
 const ALIVE_WINDOW: Duration = Duration::from_secs(60);
@@ -29,20 +30,9 @@ const CHUNK_BYTES: usize = 1 << 20;
 /// Longest idempotency key, in bytes (printable ASCII).
 pub(crate) const MAX_KEY_BYTES: usize = 128;
 
-/// Longest worker id a client may send (Register issues ids of at most 71 characters); it is
+/// Longest worker id a client may send (Register issues ids of at most 78 characters); it is
 /// stored with every game the worker submits.
 pub(crate) const MAX_WORKER_ID_BYTES: usize = 80;
-
-/// Refuses a worker id that is too long or not printable ASCII.
-fn check_worker_id(worker_id: &str) -> Result<(), Status> {
-    if worker_id.len() > MAX_WORKER_ID_BYTES || !worker_id.bytes().all(|b| b.is_ascii_graphic()) {
-        return Err(Status::invalid_argument(format!(
-            "the worker id must be at most {MAX_WORKER_ID_BYTES} printable ASCII characters ({} bytes given)",
-            worker_id.len()
-        )));
-    }
-    Ok(())
-}
 
 /// The status for an idempotency key that arrives with other games than it first carried.
 fn key_reused(key: &str) -> Status {
@@ -73,7 +63,7 @@ pub(crate) struct State {
     pub registry: Registry,
     pub metrics: Metrics,
     workers: Mutex<HashMap<String, WorkerSeen>>,
-    next_worker: AtomicU64,
+    worker_ids: WorkerIds,
 }
 
 // The guarded structures are updated in one step after all fallible work, so a panic elsewhere
@@ -92,7 +82,13 @@ pub(crate) fn now_ms() -> i64 {
 }
 
 impl State {
-    pub fn new(settings: SettingsHistory, limits: Limits, store: Store, registry: Registry) -> State {
+    pub fn new(
+        settings: SettingsHistory,
+        limits: Limits,
+        store: Store,
+        registry: Registry,
+        worker_ids: WorkerIds,
+    ) -> State {
         State {
             settings: RwLock::new(settings),
             limits,
@@ -100,8 +96,26 @@ impl State {
             registry,
             metrics: Metrics::default(),
             workers: Mutex::new(HashMap::new()),
-            next_worker: AtomicU64::new(1),
+            worker_ids,
         }
+    }
+
+    /// Refuses a worker id that is too long, not printable ASCII, or not one that Register issued
+    /// under this data folder's key (the message quotes at most a short prefix of it).
+    fn check_worker_id(&self, worker_id: &str) -> Result<(), Status> {
+        if worker_id.len() > MAX_WORKER_ID_BYTES || !worker_id.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(Status::invalid_argument(format!(
+                "the worker id must be at most {MAX_WORKER_ID_BYTES} printable ASCII characters ({} bytes given)",
+                worker_id.len()
+            )));
+        }
+        if !self.worker_ids.check(worker_id) {
+            let prefix: String = worker_id.chars().take(24).collect();
+            return Err(Status::unauthenticated(format!(
+                "unknown worker id {prefix:?}: this coordinator did not issue it (call Register for one)"
+            )));
+        }
+        Ok(())
     }
 
     /// Notes that `worker_id` was heard from, and forgets workers silent for longer than the
@@ -188,7 +202,7 @@ impl CoordinatorService {
                 key.len()
             )));
         }
-        if let Err(status) = check_worker_id(&req.worker_id) {
+        if let Err(status) = state.check_worker_id(&req.worker_id) {
             state.reject(req.games.len());
             return Err(status);
         }
@@ -271,11 +285,7 @@ type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'stati
 #[tonic::async_trait]
 impl Coordinator for CoordinatorService {
     async fn register(&self, request: Request<RegisterRequest>) -> Result<Response<RegisterResponse>, Status> {
-        let req = request.into_inner();
-        let name: String =
-            req.name.chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')).take(48).collect();
-        let n = self.state.next_worker.fetch_add(1, Relaxed);
-        let worker_id = if name.is_empty() { format!("w-{n}") } else { format!("w-{n}-{name}") };
+        let worker_id = self.state.worker_ids.issue(&request.into_inner().name);
         self.state.touch(&worker_id);
         Ok(Response::new(RegisterResponse {
             worker_id,
@@ -285,7 +295,7 @@ impl Coordinator for CoordinatorService {
     }
 
     async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
-        check_worker_id(&request.get_ref().worker_id)?;
+        self.state.check_worker_id(&request.get_ref().worker_id)?;
         self.state.touch(&request.get_ref().worker_id);
         Ok(Response::new(HeartbeatResponse { latest_model_version: self.state.registry.latest_version() }))
     }

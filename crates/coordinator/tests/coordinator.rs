@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::path::Path;
+use std::sync::LazyLock;
 use std::sync::atomic::AtomicBool;
 
 use sha2::{Digest, Sha256};
@@ -10,7 +11,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use xiangqi::Move;
-use xqz_coordinator::{CoordinatorConfig, Running, serve};
+use xqz_coordinator::{CoordinatorConfig, Running, WorkerIds, serve};
 use xqz_dataset::Dataset;
 use xqz_mcts::{MaterialEvaluator, SelfPlayConfig, self_play};
 use xqz_mcts::{PlaySchedule, PlaySettings};
@@ -22,6 +23,23 @@ type Client = CoordinatorClient<InterceptedService<Channel, AddToken>>;
 type Spoil = Box<dyn Fn(&mut GameSubmission)>;
 
 const TOKEN: &str = "s3cret";
+
+/// The worker-id key every test's data folder gets (see [`keyed`]), so that [`WORKER`] is an id
+/// those coordinators issued.
+const KEY: [u8; 32] = [7; 32];
+
+/// `data`, with the worker-id key [`KEY`] put in it before a coordinator opens it.
+fn keyed(data: &Path) -> &Path {
+    std::fs::create_dir_all(data).unwrap();
+    std::fs::write(data.join(xqz_coordinator::WORKER_ID_KEY_FILE), KEY).unwrap();
+    data
+}
+
+/// A worker id under [`KEY`], as Register would issue it.
+static WORKER: LazyLock<String> = LazyLock::new(|| {
+    let dir = tempfile::tempdir().unwrap();
+    WorkerIds::open(keyed(dir.path())).unwrap().issue("test")
+});
 
 struct Server {
     running: Running,
@@ -35,7 +53,7 @@ impl Server {
     }
 
     async fn scheduled(data: &Path, settings: PlaySettings, schedule: PlaySchedule) -> Server {
-        let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data);
+        let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), keyed(data));
         config.token = Some(TOKEN.into());
         config.settings = settings;
         config.schedule = schedule;
@@ -95,7 +113,7 @@ fn draw(id: u8) -> GameSubmission {
 }
 
 fn batch(key: &str, games: Vec<GameSubmission>) -> SubmitGamesRequest {
-    SubmitGamesRequest { idempotency_key: key.into(), worker_id: "w-test".into(), games }
+    SubmitGamesRequest { idempotency_key: key.into(), worker_id: WORKER.clone(), games }
 }
 
 fn stored(data: &Path) -> Vec<[u8; 16]> {
@@ -254,7 +272,7 @@ async fn token_is_required() {
     let mut client = server.client(Some(TOKEN)).await;
     let reg = client.register(RegisterRequest { name: "box 1".into(), ..Default::default() }).await.unwrap();
     let reg = reg.into_inner();
-    assert_eq!(reg.worker_id, "w-1-box1");
+    assert!(reg.worker_id.starts_with("box1-"), "{}", reg.worker_id);
     assert_eq!(reg.settings.unwrap().max_plies, 2);
     assert!(reg.current_model.is_none());
     let stats = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner();
@@ -310,9 +328,40 @@ async fn an_overlong_worker_id_is_refused_and_nothing_is_stored() {
 }
 
 #[tokio::test]
+async fn only_ids_the_coordinator_issued_are_taken_even_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), short()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let issued = client.register(RegisterRequest { name: "box".into(), ..Default::default() }).await.unwrap();
+    let issued = issued.into_inner().worker_id;
+    let other = tempfile::tempdir().unwrap();
+    let elsewhere = WorkerIds::open(other.path()).unwrap().issue("box");
+    let (body, tag) = issued.rsplit_once('.').unwrap();
+    let forged = [format!("{body}.{}", "0".repeat(tag.len())), body.to_string(), "py".into(), elsewhere, String::new()];
+    for worker_id in forged {
+        let request = SubmitGamesRequest { worker_id: worker_id.clone(), ..batch("forged", vec![draw(1)]) };
+        let error = client.submit_games(request).await.unwrap_err();
+        assert_eq!(error.code(), Code::Unauthenticated, "{worker_id:?}");
+        assert!(error.message().contains("unknown worker id") && error.message().len() < 200, "{}", error.message());
+        let heartbeat = HeartbeatRequest { worker_id, ..Default::default() };
+        assert_eq!(client.heartbeat(heartbeat).await.unwrap_err().code(), Code::Unauthenticated);
+    }
+    server.stop().await;
+    assert!(stored(dir.path()).is_empty(), "nothing from a forged id is stored");
+
+    // The key stays with the data: the restarted coordinator takes the id it issued before.
+    let server = Server::start(dir.path(), short()).await;
+    let mut client = server.client(Some(TOKEN)).await;
+    let request = SubmitGamesRequest { worker_id: issued.clone(), ..batch("issued", vec![draw(1)]) };
+    assert_eq!(client.submit_games(request).await.unwrap().into_inner().accepted, 1);
+    server.stop().await;
+    assert_eq!(stored(dir.path()).len(), 1);
+}
+
+#[tokio::test]
 async fn only_the_publisher_token_publishes_when_there_is_one() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), dir.path());
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), keyed(dir.path()));
     config.token = Some(TOKEN.into());
     config.publisher_token = Some("trainer-secret".into());
     config.settings = short();
@@ -449,7 +498,7 @@ async fn weights_no_worker_could_load_never_become_a_model() {
 async fn metrics_endpoint_answers_get() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let dir = tempfile::tempdir().unwrap();
-    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), dir.path());
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), keyed(dir.path()));
     config.metrics = Some("127.0.0.1:0".parse().unwrap());
     let (stop, rx) = oneshot::channel::<()>();
     let running = serve(config, async move { drop(rx.await) }).await.unwrap();
@@ -468,7 +517,7 @@ async fn metrics_endpoint_answers_get() {
 #[tokio::test]
 async fn invalid_settings_keep_the_coordinator_from_starting() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), dir.path());
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), keyed(dir.path()));
     config.settings = PlaySettings { playouts: 0, ..PlaySettings::default() };
     let error = serve(config, std::future::pending()).await.unwrap_err();
     assert!(error.to_string().contains("playouts = 0"), "{error}");
@@ -576,7 +625,7 @@ async fn the_dashboard_shows_games_models_and_the_run_folder_to_token_holders() 
          1,10,1700000000,material@8,2,0,0,1.0000,inf,-20.0,inf\n",
     )
     .unwrap();
-    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), dir.path());
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), keyed(dir.path()));
     config.token = Some(TOKEN.into());
     config.settings = short();
     config.metrics = Some("127.0.0.1:0".parse().unwrap());
@@ -605,7 +654,7 @@ async fn the_dashboard_shows_games_models_and_the_run_folder_to_token_holders() 
     let settings_version = register(&mut client).await.version;
     assert_eq!((overview.games, overview.samples, overview.settings_version), (2, 4, settings_version));
     assert!(overview.dataset_bytes > 0 && overview.games_per_second > 0.0, "{overview:?}");
-    let worker = overview.workers.iter().find(|w| w.id == "w-test").expect("the submitting worker is alive");
+    let worker = overview.workers.iter().find(|w| w.id == *WORKER).expect("the submitting worker is alive");
     assert_eq!((worker.games, worker.samples), (2, 4));
     let model = overview.latest_model.expect("a model");
     assert_eq!((model.version, model.training_steps, model.published_by.as_str()), (1, Some(10), "trainer"));
@@ -654,7 +703,7 @@ async fn the_dashboard_shows_games_models_and_the_run_folder_to_token_holders() 
 async fn without_a_token_or_run_folder_the_dashboard_is_open_and_says_what_it_lacks() {
     use xqz_coordinator::dashboard::{GameList, Overview, Strength, Training};
     let dir = tempfile::tempdir().unwrap();
-    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), dir.path());
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), keyed(dir.path()));
     config.metrics = Some("127.0.0.1:0".parse().unwrap());
     let (stop, rx) = oneshot::channel::<()>();
     let server = Server { running: serve(config, async move { drop(rx.await) }).await.unwrap(), stop };

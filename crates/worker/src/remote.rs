@@ -315,7 +315,13 @@ impl Session {
         };
         let (spooled_tx, spooled_rx) = mpsc::unbounded_channel();
         let batcher = tokio::spawn(batch_games(self.batcher(), games_rx, spool.clone(), spooled_tx));
-        let mut uploader = tokio::spawn(upload(self.client.clone(), self.config.dir.clone(), spool, spooled_rx));
+        let mut uploader = tokio::spawn(upload(
+            self.client.clone(),
+            self.worker_id.clone(),
+            self.config.dir.clone(),
+            spool,
+            spooled_rx,
+        ));
         let watcher =
             tokio::spawn(watch_models(self.client.clone(), self.config.clone(), host, version.clone(), live.clone()));
         let heartbeat = tokio::spawn(heartbeats(
@@ -453,9 +459,12 @@ async fn batch_games(
 }
 
 /// Sends spooled batches oldest first until the batcher has ended and the spool is empty;
-/// returns the number of games the coordinator took (stored or already had).
+/// returns the number of games the coordinator took (stored or already had). Each goes under this
+/// session's `worker_id`: a batch spooled by an earlier session carries that session's id, which
+/// a coordinator whose data folder was replaced no longer knows.
 async fn upload(
     mut client: Client,
+    worker_id: String,
     dir: PathBuf,
     spool: Arc<Mutex<Spool>>,
     mut spooled: mpsc::UnboundedReceiver<()>,
@@ -473,7 +482,8 @@ async fn upload(
         };
         let key = batch.idempotency_key.clone();
         let games = batch.games.len() as u64;
-        match call(client.submit_games(batch.clone())).await {
+        let request = SubmitGamesRequest { worker_id: worker_id.clone(), ..batch.clone() };
+        match call(client.submit_games(request)).await {
             Ok(answer) => {
                 backoff.reset();
                 with_spool(&spool, move |s| s.remove(&key)).await?;
