@@ -32,6 +32,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic::{Request, Status};
+use xqz_dataset::DatasetLocation;
 use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_server::CoordinatorServer;
 
@@ -90,8 +91,13 @@ pub struct CoordinatorConfig {
     /// The run folder (of `xqz run`) whose `trainer/metrics.csv` and `strength.csv` the
     /// dashboard plots, if the coordinator shares one with the trainer.
     pub run_folder: Option<PathBuf>,
-    /// The data folder.
+    /// The data folder: models, settings history, idempotency log and, unless `dataset` says
+    /// otherwise, the dataset (`<data_dir>/dataset`).
     pub data_dir: PathBuf,
+    /// Where the games' dataset lives, if not in `<data_dir>/dataset`: another folder or an
+    /// object store prefix (`s3://bucket/prefix`), which this coordinator then holds the writer
+    /// lease of while it runs (a second coordinator on the prefix refuses to start).
+    pub dataset: Option<DatasetLocation>,
     /// The bearer token every coordinator call must carry, if any (the workers' credential).
     pub token: Option<String>,
     /// The trainer's credential, if publishing is kept to it: with one, only calls that carry it
@@ -117,6 +123,7 @@ impl CoordinatorConfig {
             metrics: None,
             run_folder: None,
             data_dir: data_dir.into(),
+            dataset: None,
             token: None,
             publisher_token: None,
             tls: None,
@@ -211,12 +218,13 @@ pub async fn serve(
 ) -> Result<Running, CoordinatorError> {
     config.settings.validate()?;
     let data = config.data_dir.clone();
+    let dataset = config.dataset.clone().unwrap_or_else(|| DatasetLocation::Local(data.join("dataset")));
     let (settings, schedule) = (config.settings.clone(), config.schedule);
     let (history, store, registry) = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&data).at(&data)?;
         let registry = Registry::open(&data.join("models"))?;
         let history = SettingsHistory::open(&data, &settings, schedule, registry.latest_version())?;
-        Ok::<_, CoordinatorError>((history, Store::open(&data)?, registry))
+        Ok::<_, CoordinatorError>((history, Store::open(&data, dataset)?, registry))
     })
     .await??;
     let state = Arc::new(State::new(history, config.limits.clone(), store, registry));

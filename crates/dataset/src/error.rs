@@ -70,6 +70,10 @@ pub enum DatasetError {
         #[source]
         source: object_store::Error,
     },
+    /// The threads that run object store requests and renew a writer's lease could not be
+    /// started, or a request's task ended without an answer.
+    #[error("object store background work failed: {0}")]
+    Background(String),
     /// Another writer replaced the manifest since this writer read it: its conditional PUT
     /// failed, and this writer stops rather than overwrite the other's shards.
     #[error(

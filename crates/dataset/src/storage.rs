@@ -93,6 +93,14 @@ pub enum LocationError {
         /// Its scheme.
         scheme: String,
     },
+    /// An option given for the object store's client that it does not know.
+    #[error("dataset location {text:?}: the object store has no option {key:?}")]
+    Option {
+        /// The location as given.
+        text: String,
+        /// The unknown option.
+        key: String,
+    },
     /// A `file://` URL that is not an absolute local path.
     #[error("dataset location {text:?} is not a local path: write file:///ABSOLUTE/PATH")]
     FileUrl {
@@ -178,6 +186,16 @@ impl DatasetLocation {
     /// documentation for the environment variables an object store's client reads). Building an
     /// object store's client makes no request.
     pub fn parse(text: &str) -> Result<DatasetLocation, LocationError> {
+        DatasetLocation::parse_with(text, std::iter::empty::<(&str, &str)>())
+    }
+
+    /// Parses like [`DatasetLocation::parse`], with options for the object store's client that
+    /// override its environment variables: their names, in either case (`AWS_ENDPOINT_URL`,
+    /// `aws_allow_http`, ...). A local location ignores them.
+    pub fn parse_with<K: AsRef<str>, V: Into<String>>(
+        text: &str,
+        options: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<DatasetLocation, LocationError> {
         if !text.contains("://") {
             return Ok(DatasetLocation::Local(PathBuf::from(text)));
         }
@@ -207,14 +225,26 @@ impl DatasetLocation {
             }
             _ => return Err(LocationError::Scheme { text: text.into(), scheme }),
         };
+        // The store's HTTP client takes the process's default TLS provider; ring is the one the
+        // workspace builds (an error means that one is installed already).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let options: Vec<(String, String)> =
+            options.into_iter().map(|(k, v)| (k.as_ref().to_string(), v.into())).collect();
         let store: Arc<dyn ObjectStore> = match kind {
             ObjectStoreScheme::AmazonS3 => {
-                Arc::new(AmazonS3Builder::from_env().with_url(text).build().map_err(store_error)?)
+                let builder = configure(AmazonS3Builder::from_env(), options, text, |b, k, v| b.with_config(k, v))?;
+                Arc::new(builder.with_url(text).build().map_err(store_error)?)
             }
             ObjectStoreScheme::GoogleCloudStorage => {
-                Arc::new(GoogleCloudStorageBuilder::from_env().with_url(text).build().map_err(store_error)?)
+                let from_env = GoogleCloudStorageBuilder::from_env();
+                let builder = configure(from_env, options, text, |b, k, v| b.with_config(k, v))?;
+                Arc::new(builder.with_url(text).build().map_err(store_error)?)
             }
-            _ => Arc::new(MicrosoftAzureBuilder::from_env().with_url(text).build().map_err(store_error)?),
+            _ => {
+                let from_env = MicrosoftAzureBuilder::from_env();
+                let builder = configure(from_env, options, text, |b, k, v| b.with_config(k, v))?;
+                Arc::new(builder.with_url(text).build().map_err(store_error)?)
+            }
         };
         let bucket = bucket.unwrap_or_default();
         let url = if prefix.as_ref().is_empty() {
@@ -403,6 +433,19 @@ impl From<&Path> for DatasetLocation {
     }
 }
 
+/// Sets each option on an object store's client `builder` through its `with_config`.
+fn configure<B, K: FromStr>(
+    builder: B,
+    options: Vec<(String, String)>,
+    text: &str,
+    with_config: impl Fn(B, K, String) -> B,
+) -> Result<B, LocationError> {
+    options.into_iter().try_fold(builder, |builder, (key, value)| match key.to_ascii_lowercase().parse() {
+        Ok(parsed) => Ok(with_config(builder, parsed, value)),
+        Err(_) => Err(LocationError::Option { text: text.into(), key }),
+    })
+}
+
 /// The version of a file as read or written: on an object store its e-tag and version (absent:
 /// the file did not exist); a folder's files carry none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -443,7 +486,7 @@ fn block_on<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static)
                 .thread_name("xqz-object-store")
                 .enable_all()
                 .build()
-                .at(Path::new("the object store's runtime threads"))?;
+                .map_err(|e| DatasetError::Background(format!("cannot start the runtime threads: {e}")))?;
             RUNTIME.get_or_init(|| runtime)
         }
     };
@@ -451,7 +494,7 @@ fn block_on<T: Send + 'static>(future: impl Future<Output = T> + Send + 'static)
     runtime.spawn(async move {
         let _ = tx.send(future.await);
     });
-    rx.recv().map_err(|_| DatasetError::Loader("an object store request's task ended without an answer".into()))
+    rx.recv().map_err(|_| DatasetError::Background("a request's task ended without an answer".into()))
 }
 
 /// The single writer's hold on a dataset, released when dropped.
@@ -567,7 +610,7 @@ impl Lease {
                             }
                         }
                     })
-                    .map_err(|e| DatasetError::Loader(format!("cannot start the lease renewal thread: {e}")))?;
+                    .map_err(|e| DatasetError::Background(format!("cannot start the lease renewal thread: {e}")))?;
                 return Ok(Lease { prefix: o.clone(), state, stop: Some(stop), renewer: Some(renewer) });
             }
         }
@@ -670,6 +713,10 @@ mod tests {
         let local = DatasetLocation::parse("file:///data/set").unwrap();
         assert_eq!(local.as_local(), Some(Path::new("/data/set")));
         assert_eq!(DatasetLocation::parse("rel/dir").unwrap().as_local(), Some(Path::new("rel/dir")));
+        let err = DatasetLocation::parse_with("s3://b/p", [("AWS_NO_SUCH_THING", "1")]).unwrap_err();
+        assert!(err.to_string().contains("has no option \"AWS_NO_SUCH_THING\""), "{err}");
+        let options = [("AWS_ENDPOINT_URL", "http://127.0.0.1:9"), ("aws_allow_http", "true")];
+        assert!(matches!(DatasetLocation::parse_with("s3://b/p", options), Ok(DatasetLocation::Object(_))));
         for (text, want) in [
             ("s3://", "names no bucket: write s3://BUCKET/PREFIX"),
             ("gs:///p", "names no bucket"),

@@ -6,14 +6,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use object_store::aws::AmazonS3Builder;
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
@@ -22,6 +19,7 @@ use xqz_dataset::{
     Batch, Compression, Dataset, DatasetError, DatasetLocation, DatasetWriter, GameRecord, IgnoredReason, ObjectPrefix,
     ReplayConfig, ReplayLoader, ReplayWindow, SampleRecord, WriterConfig,
 };
+use xqz_test_support::moto::Moto;
 use xqz_test_support::process::ChildGuard;
 use xqz_test_support::python as support;
 
@@ -141,84 +139,9 @@ fn a_manifest_replaced_behind_the_writers_back_stops_it() {
 // ---------------------------------------------------------------------------------------------
 // Against a real S3-compatible server.
 
-/// A moto S3 server on a free local port, killed when dropped.
-struct Moto {
-    _child: ChildGuard,
-    port: u16,
-}
-
-impl Moto {
-    /// Starts moto and creates [`BUCKET`].
-    fn start() -> Moto {
-        let python = support::python("object store (moto)");
-        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let child = Command::new(&python)
-            .args(["-m", "moto.server", "-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e} (run scripts/python-env)", python.display()));
-        let mut moto = Moto { _child: ChildGuard(child), port };
-        // Creating the bucket is also the readiness check.
-        let start = Instant::now();
-        loop {
-            if let Some(status) = moto._child.0.try_wait().unwrap() {
-                let mut stderr = String::new();
-                moto._child.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
-                panic!(
-                    "moto exited ({status}): {stderr}\nis moto[server] installed for {}? run scripts/python-env",
-                    python.display()
-                );
-            }
-            if let Some(reply) = moto.request(&format!("PUT /{BUCKET} HTTP/1.1")) {
-                assert!(reply.starts_with("HTTP/1.1 200"), "creating the bucket: {reply}");
-                break;
-            }
-            assert!(start.elapsed() < Duration::from_secs(60), "moto did not answer on port {port}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        moto
-    }
-
-    /// Sends one bodiless request; `None` while nothing listens.
-    fn request(&self, line: &str) -> Option<String> {
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        let request =
-            format!("{line}\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", self.port);
-        stream.write_all(request.as_bytes()).ok()?;
-        let mut reply = String::new();
-        stream.read_to_string(&mut reply).ok()?;
-        Some(reply)
-    }
-
-    fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// The environment of a process that reaches the bucket through the usual variables.
-    fn env(&self) -> [(&'static str, String); 5] {
-        [
-            ("AWS_ENDPOINT_URL", self.endpoint()),
-            ("AWS_ALLOW_HTTP", "true".into()),
-            ("AWS_ACCESS_KEY_ID", "test".into()),
-            ("AWS_SECRET_ACCESS_KEY", "test".into()),
-            ("AWS_REGION", "us-east-1".into()),
-        ]
-    }
-
-    /// `s3://BUCKET/prefix`, configured as [`Moto::env`] would configure it.
-    fn location(&self, prefix: &str) -> DatasetLocation {
-        let store = AmazonS3Builder::new()
-            .with_bucket_name(BUCKET)
-            .with_endpoint(self.endpoint())
-            .with_allow_http(true)
-            .with_access_key_id("test")
-            .with_secret_access_key("test")
-            .with_region("us-east-1")
-            .build()
-            .unwrap();
-        DatasetLocation::Object(ObjectPrefix::new(Arc::new(store), prefix, format!("s3://{BUCKET}/{prefix}")))
-    }
+/// `s3://xqz-test/prefix` on `moto`, configured as the environment of [`Moto::env`] would.
+fn s3(moto: &Moto, prefix: &str) -> DatasetLocation {
+    DatasetLocation::parse_with(&moto.url(prefix), moto.env()).unwrap()
 }
 
 const PYARROW_READS_THE_BUCKET: &str = r#"
@@ -244,9 +167,9 @@ print(json.dumps({"shards": len(manifest["shards"]), "games": games, "samples": 
 
 #[test]
 fn s3_shards_are_read_back_by_the_replay_window_and_by_pyarrow_from_the_bucket() {
-    let moto = Moto::start();
+    let moto = Moto::start(BUCKET);
     let games = games(24, 0, 15, &short());
-    let location = moto.location("runs/r1/dataset");
+    let location = s3(&moto, "runs/r1/dataset");
     write_all_at(&location, small_shards(150, Compression::Zstd), &games[..9]);
     write_all_at(&location, small_shards(150, Compression::Lz4), &games[9..]);
     let dataset = Dataset::open_at(location.clone()).unwrap();
@@ -267,7 +190,7 @@ fn s3_shards_are_read_back_by_the_replay_window_and_by_pyarrow_from_the_bucket()
         .args([
             "-c",
             PYARROW_READS_THE_BUCKET,
-            &format!("127.0.0.1:{}", moto.port),
+            &format!("127.0.0.1:{}", moto.port()),
             &format!("{BUCKET}/runs/r1/dataset"),
         ])
         .output()
@@ -308,14 +231,14 @@ fn s3_crash_child_writer() {
 
 #[test]
 fn an_s3_writer_killed_mid_shard_leaves_nothing_half_visible() {
-    let moto = Moto::start();
-    let location = moto.location("crash");
+    let moto = Moto::start(BUCKET);
+    let location = s3(&moto, "crash");
     for round in 0..2u64 {
         let before = Dataset::open_at(location.clone()).unwrap().shards().len();
         let mut child = ChildGuard(
             Command::new(std::env::current_exe().unwrap())
                 .args(["s3_crash_child_writer", "--exact", "--nocapture"])
-                .env(CHILD_URL, format!("s3://{BUCKET}/crash"))
+                .env(CHILD_URL, moto.url("crash"))
                 .envs(moto.env())
                 .spawn()
                 .unwrap(),
