@@ -117,6 +117,24 @@ fn a_second_writer_on_a_prefix_is_refused_until_the_first_is_gone() {
 }
 
 #[test]
+fn a_live_writer_keeps_its_lease_past_its_time_to_live() {
+    let games = games(27, 0, 2, &short());
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let prefix = ObjectPrefix::new(store, "renewed", "memory://renewed").with_lease_ttl(Duration::from_millis(300));
+    let location = DatasetLocation::Object(prefix);
+    let (mut writer, _) = DatasetWriter::open_at(location.clone(), small_shards(100, Compression::Zstd)).unwrap();
+    for (g, s) in &games {
+        std::thread::sleep(Duration::from_millis(500));
+        let refused = DatasetWriter::open_at(location.clone(), small_shards(100, Compression::Zstd)).unwrap_err();
+        assert!(matches!(refused, DatasetError::Leased { .. }), "{refused:?}");
+        writer.append(g.clone(), s.clone()).unwrap();
+        writer.flush().unwrap().unwrap();
+    }
+    drop(writer);
+    assert_eq!(Dataset::open_at(location).unwrap().num_games(), 2);
+}
+
+#[test]
 fn a_manifest_replaced_behind_the_writers_back_stops_it() {
     let games = games(23, 0, 4, &short());
     let (store, location) = in_memory("raced");
