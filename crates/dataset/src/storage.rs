@@ -62,6 +62,9 @@ use crate::manifest::{LOCK_FILE, tmp_name};
 /// [`ObjectPrefix::with_lease_ttl`].
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 
+/// The URL schemes of the object stores (S3, Google Cloud Storage, Azure Blob).
+const OBJECT_SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "adl"];
+
 /// A dataset location that cannot be used.
 #[derive(Debug, Error)]
 pub enum LocationError {
@@ -201,30 +204,20 @@ impl DatasetLocation {
         }
         let url = url::Url::parse(text).map_err(|source| LocationError::Url { text: text.into(), source })?;
         let scheme = url.scheme().to_string();
-        let store_error = |source| LocationError::Store { text: text.into(), source };
+        let store_error = |source: object_store::Error| LocationError::Store { text: text.into(), source };
         if scheme == "file" {
             return match url.to_file_path() {
                 Ok(path) => Ok(DatasetLocation::Local(path)),
                 Err(()) => Err(LocationError::FileUrl { text: text.into() }),
             };
         }
-        let bucket = url.host_str().filter(|h| !h.is_empty());
-        let (kind, prefix) = match ObjectStoreScheme::parse(&url) {
-            Ok((kind @ (ObjectStoreScheme::AmazonS3 | ObjectStoreScheme::GoogleCloudStorage), prefix))
-                if bucket.is_some() && matches!(scheme.as_str(), "s3" | "s3a" | "gs") =>
-            {
-                (kind, prefix)
-            }
-            Ok((kind @ ObjectStoreScheme::MicrosoftAzure, prefix))
-                if bucket.is_some() && matches!(scheme.as_str(), "az" | "azure" | "abfs" | "abfss" | "adl") =>
-            {
-                (kind, prefix)
-            }
-            _ if matches!(scheme.as_str(), "s3" | "s3a" | "gs" | "az" | "azure" | "abfs" | "abfss" | "adl") => {
-                return Err(LocationError::NoBucket { text: text.into(), scheme });
-            }
-            _ => return Err(LocationError::Scheme { text: text.into(), scheme }),
-        };
+        if !OBJECT_SCHEMES.contains(&scheme.as_str()) {
+            return Err(LocationError::Scheme { text: text.into(), scheme });
+        }
+        if url.host_str().is_none_or(str::is_empty) {
+            return Err(LocationError::NoBucket { text: text.into(), scheme });
+        }
+        let (kind, prefix) = ObjectStoreScheme::parse(&url).map_err(|e| store_error(e.into()))?;
         // The store's HTTP client takes the process's default TLS provider; ring is the one the
         // workspace builds (an error means that one is installed already).
         let _ = rustls::crypto::ring::default_provider().install_default();
@@ -240,18 +233,14 @@ impl DatasetLocation {
                 let builder = configure(from_env, options, text, |b, k, v| b.with_config(k, v))?;
                 Arc::new(builder.with_url(text).build().map_err(store_error)?)
             }
-            _ => {
+            ObjectStoreScheme::MicrosoftAzure => {
                 let from_env = MicrosoftAzureBuilder::from_env();
                 let builder = configure(from_env, options, text, |b, k, v| b.with_config(k, v))?;
                 Arc::new(builder.with_url(text).build().map_err(store_error)?)
             }
+            _ => return Err(LocationError::Scheme { text: text.into(), scheme }),
         };
-        let bucket = bucket.unwrap_or_default();
-        let url = if prefix.as_ref().is_empty() {
-            format!("{scheme}://{bucket}")
-        } else {
-            format!("{scheme}://{bucket}/{prefix}")
-        };
+        let url = text.trim_end_matches('/').to_string();
         Ok(DatasetLocation::Object(ObjectPrefix { store, prefix, url, lease_ttl: DEFAULT_LEASE_TTL }))
     }
 

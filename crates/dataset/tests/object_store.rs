@@ -88,6 +88,29 @@ fn an_object_store_dataset_reads_back_like_a_folder() {
 }
 
 #[test]
+fn an_uploaded_shard_file_the_manifest_does_not_name_is_ignored_and_its_id_never_reused() {
+    let games = games(28, 0, 4, &short());
+    let (store, location) = in_memory("torn");
+    write_all_at(&location, small_shards(10_000, Compression::Zstd), &games[..2]);
+    // A writer killed between its two PUTs: shard 7's games object, neither its samples nor a
+    // manifest naming it.
+    put(&store, "torn/games-00000007.arrow", b"ARROW1 cut short".to_vec());
+    let dataset = Dataset::open_at(location.clone()).unwrap();
+    assert_eq!((dataset.shards().len(), dataset.num_games()), (1, 2));
+    assert_eq!(dataset.games().unwrap(), games[..2].iter().map(|(g, _)| g.clone()).collect::<Vec<_>>());
+    let ignored: Vec<_> = dataset.report().ignored.iter().map(|f| (f.path.clone(), f.reason.clone())).collect();
+    assert_eq!(ignored, vec![(PathBuf::from("memory://torn/games-00000007.arrow"), IgnoredReason::Unlisted)]);
+    let (mut writer, report) =
+        DatasetWriter::open_at(location.clone(), small_shards(10_000, Compression::Zstd)).unwrap();
+    assert_eq!(&report, dataset.report());
+    for (g, s) in &games[2..] {
+        writer.append(g.clone(), s.clone()).unwrap();
+    }
+    assert_eq!(writer.finish().unwrap().unwrap().id, 8);
+    assert_eq!(Dataset::open_at(location).unwrap().num_games(), 4);
+}
+
+#[test]
 fn a_second_writer_on_a_prefix_is_refused_until_the_first_is_gone() {
     let games = games(22, 0, 4, &short());
     let (store, location) = in_memory("shared");
