@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::{ArgMatches, Args};
 use serde::{Deserialize, Serialize};
 use xqz_coordinator::CoordinatorConfig;
+use xqz_dataset::DatasetLocation;
 use xqz_mcts::{PlaySchedule, PlaySettings};
 
 use crate::settings::{SettingsFile, write_atomic};
@@ -21,6 +22,12 @@ pub struct CoordinatorArgs {
     /// Data folder: dataset/, models/, the settings history and the idempotency log.
     #[arg(long)]
     data: PathBuf,
+    /// Where the games' dataset lives instead of DATA/dataset: a folder, or an object store prefix
+    /// (s3://BUCKET/PREFIX, gs://BUCKET/PREFIX, az://CONTAINER/PREFIX) whose client reads the usual
+    /// AWS_* (GOOGLE_*, AZURE_*) variables, e.g. AWS_ENDPOINT_URL and AWS_ALLOW_HTTP=true for a
+    /// local S3-compatible server. One coordinator holds a prefix at a time.
+    #[arg(long, value_parser = DatasetLocation::parse)]
+    dataset: Option<DatasetLocation>,
     /// The bearer token every call must carry (none: no authentication, which is refused on an
     /// address other than loopback unless --insecure).
     #[command(flatten)]
@@ -110,13 +117,15 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     );
     config.metrics = args.metrics;
     config.run_folder = args.run_folder.clone();
+    config.dataset = args.dataset.clone();
     // Checked by `serve`, before it binds.
     config.settings = SettingsFile::role(args.settings.as_deref(), |f| f.play, &args.play, given)?;
     config.schedule = SettingsFile::role(args.settings.as_deref(), |f| f.schedule, &args.schedule, given)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     runtime.block_on(async {
         let running = xqz_coordinator::serve(config, stop_signal()).await.with_context(|| {
-            format!("starting the coordinator on {} with data in {}", args.listen, args.data.display())
+            let dataset = args.dataset.as_ref().map_or_else(String::new, |d| format!(" and its dataset at {d}"));
+            format!("starting the coordinator on {} with data in {}{dataset}", args.listen, args.data.display())
         })?;
         println!("listening on {}", running.addr());
         if let Some(http) = running.metrics_addr() {

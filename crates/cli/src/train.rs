@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::Result;
 use clap::{ArgMatches, Args};
+use xqz_dataset::DatasetLocation;
 use xqz_trainer::{GrpcPublisher, Publisher, TrainSettings, train};
 
 use crate::settings::SettingsFile;
@@ -20,9 +21,11 @@ pub struct TrainArgs {
     token: crate::token::TokenArgs,
     #[command(flatten)]
     tls: crate::token::ClientTlsArgs,
-    /// The coordinator's dataset folder (`<coordinator data>/dataset`).
-    #[arg(long)]
-    data: PathBuf,
+    /// The coordinator's dataset: its folder (`<coordinator data>/dataset`) or the object store
+    /// prefix it was given as --dataset (`s3://bucket/prefix`; credentials and endpoint from the
+    /// AWS_* variables).
+    #[arg(long, value_parser = DatasetLocation::parse)]
+    data: DatasetLocation,
     /// The run folder: checkpoints and metrics.csv; an existing one is resumed.
     #[arg(long)]
     run: PathBuf,

@@ -33,6 +33,7 @@ use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic::{Request, Status};
+use xqz_dataset::DatasetLocation;
 use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_server::CoordinatorServer;
 
@@ -92,8 +93,13 @@ pub struct CoordinatorConfig {
     /// The run folder (of `xqz run`) whose `trainer/metrics.csv` and `strength.csv` the
     /// dashboard plots, if the coordinator shares one with the trainer.
     pub run_folder: Option<PathBuf>,
-    /// The data folder.
+    /// The data folder: models, settings history, idempotency log and, unless `dataset` says
+    /// otherwise, the dataset (`<data_dir>/dataset`).
     pub data_dir: PathBuf,
+    /// Where the games' dataset lives, if not in `<data_dir>/dataset`: another folder or an
+    /// object store prefix (`s3://bucket/prefix`), which this coordinator then holds the writer
+    /// lease of while it runs (a second coordinator on the prefix refuses to start).
+    pub dataset: Option<DatasetLocation>,
     /// The bearer token every coordinator call must carry, if any (the workers' credential).
     pub token: Option<String>,
     /// The trainer's credential, if publishing is kept to it: with one, only calls that carry it
@@ -119,6 +125,7 @@ impl CoordinatorConfig {
             metrics: None,
             run_folder: None,
             data_dir: data_dir.into(),
+            dataset: None,
             token: None,
             publisher_token: None,
             tls: None,
@@ -213,13 +220,14 @@ pub async fn serve(
 ) -> Result<Running, CoordinatorError> {
     config.settings.validate()?;
     let data = config.data_dir.clone();
+    let dataset = config.dataset.clone().unwrap_or_else(|| DatasetLocation::Local(data.join("dataset")));
     let (settings, schedule) = (config.settings.clone(), config.schedule);
     let (history, store, registry, ids) = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&data).at(&data)?;
         let registry = Registry::open(&data.join("models"))?;
         let history = SettingsHistory::open(&data, &settings, schedule, registry.latest_version())?;
         let ids = WorkerIds::open(&data).at(data.join(worker_ids::KEY_FILE))?;
-        Ok::<_, CoordinatorError>((history, Store::open(&data)?, registry, ids))
+        Ok::<_, CoordinatorError>((history, Store::open(&data, dataset)?, registry, ids))
     })
     .await??;
     let state = Arc::new(State::new(history, config.limits.clone(), store, registry, ids));

@@ -11,7 +11,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use xqz_dataset::{Dataset, DatasetWriter, GameId, GameRecord, SampleRecord, WriterConfig};
+use xqz_dataset::{Dataset, DatasetLocation, DatasetWriter, GameId, GameRecord, SampleRecord, WriterConfig};
 
 use crate::error::{CoordinatorError, IoAt};
 
@@ -64,7 +64,9 @@ pub(crate) struct StoreCounts {
 }
 
 pub(crate) struct Store {
-    dataset_dir: PathBuf,
+    dataset: DatasetLocation,
+    /// The idempotency log's path.
+    key_log_path: PathBuf,
     /// `None` after a failed write whose buffered rows had to be dropped and reopening failed.
     writer: Option<DatasetWriter>,
     known: HashSet<GameId>,
@@ -120,12 +122,12 @@ fn remember(recent: &mut VecDeque<GameRecord>, game: GameRecord) {
 }
 
 impl Store {
-    /// Opens `<data>/dataset` and `<data>/idempotency.log`, rebuilding the set of stored game ids.
-    pub fn open(data: &Path) -> Result<Store, CoordinatorError> {
+    /// Opens the dataset (for writing: it takes the dataset's lock or lease) and
+    /// `<data>/idempotency.log`, rebuilding the set of stored game ids.
+    pub fn open(data: &Path, location: DatasetLocation) -> Result<Store, CoordinatorError> {
         fs::create_dir_all(data).at(data)?;
-        let dataset_dir = data.join("dataset");
-        let (writer, _report) = DatasetWriter::open(&dataset_dir, writer_config())?;
-        let dataset = Dataset::open(&dataset_dir)?;
+        let (writer, _report) = DatasetWriter::open_at(location.clone(), writer_config())?;
+        let dataset = Dataset::open_at(location.clone())?;
         let bytes = dataset.shards().iter().map(|s| s.games_bytes + s.samples_bytes).sum();
         let mut counts = StoreCounts { games: 0, samples: dataset.num_samples(), bytes, by_model: BTreeMap::new() };
         let mut known = HashSet::new();
@@ -140,7 +142,16 @@ impl Store {
         let keys = load_keys(&log_path)?;
         let key_log = OpenOptions::new().create(true).append(true).open(&log_path).at(&log_path)?;
         sync_dir(data)?;
-        Ok(Store { dataset_dir, writer: Some(writer), known, keys, key_log, counts, recent })
+        Ok(Store {
+            dataset: location,
+            key_log_path: log_path,
+            writer: Some(writer),
+            known,
+            keys,
+            key_log,
+            counts,
+            recent,
+        })
     }
 
     /// The earlier answer to `key`, if it was seen with the same `content` (a retry); an error if
@@ -204,8 +215,7 @@ impl Store {
                 message: format!("cannot encode a key: {e}"),
             })?;
             text.push(b'\n');
-            let log_path = self.dataset_dir.with_file_name(KEY_LOG);
-            self.key_log.write_all(&text).and_then(|()| self.key_log.sync_data()).at(&log_path)?;
+            self.key_log.write_all(&text).and_then(|()| self.key_log.sync_data()).at(&self.key_log_path)?;
             self.keys.insert(key.to_string(), (result, Some(content.to_string())));
         }
         Ok(Ok((result, false, samples)))
@@ -215,7 +225,7 @@ impl Store {
     fn write(&mut self, games: &[(GameRecord, Vec<SampleRecord>)]) -> Result<(), CoordinatorError> {
         let writer = match self.writer.as_mut() {
             Some(w) => w,
-            None => self.writer.insert(DatasetWriter::open(&self.dataset_dir, writer_config())?.0),
+            None => self.writer.insert(DatasetWriter::open_at(self.dataset.clone(), writer_config())?.0),
         };
         let written = games
             .iter()
@@ -236,7 +246,7 @@ impl Store {
                     // Dropping the writer is the only way to discard its buffered rows, which
                     // must not reach a later shard as half of a rejected request.
                     self.writer = None;
-                    self.writer = Some(DatasetWriter::open(&self.dataset_dir, writer_config())?.0);
+                    self.writer = Some(DatasetWriter::open_at(self.dataset.clone(), writer_config())?.0);
                 }
                 Err(err.into())
             }

@@ -11,8 +11,8 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Request, Status};
 use xiangqi::Move;
-use xqz_coordinator::{CoordinatorConfig, Running, WorkerIds, serve};
-use xqz_dataset::Dataset;
+use xqz_coordinator::{CoordinatorConfig, CoordinatorError, Running, WorkerIds, serve};
+use xqz_dataset::{Dataset, DatasetLocation};
 use xqz_mcts::{MaterialEvaluator, SelfPlayConfig, self_play};
 use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
@@ -53,14 +53,22 @@ impl Server {
     }
 
     async fn scheduled(data: &Path, settings: PlaySettings, schedule: PlaySchedule) -> Server {
+        Server::serve(Server::config(data, settings, schedule)).await.unwrap()
+    }
+
+    fn config(data: &Path, settings: PlaySettings, schedule: PlaySchedule) -> CoordinatorConfig {
         let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), keyed(data));
         config.token = Some(TOKEN.into());
         config.settings = settings;
         config.schedule = schedule;
         config.limits.max_games_per_request = 8;
+        config
+    }
+
+    async fn serve(config: CoordinatorConfig) -> Result<Server, CoordinatorError> {
         let (stop, rx) = oneshot::channel::<()>();
-        let running = serve(config, async move { drop(rx.await) }).await.unwrap();
-        Server { running, stop }
+        let running = serve(config, async move { drop(rx.await) }).await?;
+        Ok(Server { running, stop })
     }
 
     async fn client(&self, token: Option<&str>) -> Client {
@@ -191,6 +199,39 @@ async fn dedup_by_key_and_game_id_survives_a_restart() {
     assert_eq!((stats.games, stats.samples, stats.duplicate_games), (3, 6, 2));
     server.stop().await;
     assert_eq!(stored(dir.path()).len(), 3);
+}
+
+/// The dataset in an S3 bucket (moto, started by the test): ingest stores shards there, a second
+/// coordinator on the prefix is refused while the first runs, and takes over once it stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dataset_can_live_in_an_s3_bucket_held_by_one_coordinator() {
+    let moto = xqz_test_support::moto::Moto::start("xqz-coordinator");
+    let location = DatasetLocation::parse_with(&moto.url("run/dataset"), moto.env()).unwrap();
+    let (first_data, second_data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let on_s3 = |data: &Path| CoordinatorConfig {
+        dataset: Some(location.clone()),
+        ..Server::config(data, short(), PlaySchedule { cap_growth: 0, cap_limit: 0 })
+    };
+    let server = Server::serve(on_s3(first_data.path())).await.unwrap();
+    let mut client = server.client(Some(TOKEN)).await;
+    let answer = with_timeout(client.submit_games(batch("k1", vec![draw(1), draw(2)]))).await.unwrap().into_inner();
+    assert_eq!((answer.accepted, answer.duplicates), (2, 0));
+    let in_bucket = Dataset::open_at(location.clone()).unwrap();
+    assert_eq!((in_bucket.shards().len(), in_bucket.num_games(), in_bucket.num_samples()), (1, 2, 4));
+    assert!(!first_data.path().join("dataset").exists(), "the dataset went to the bucket, not the data folder");
+
+    let refused = Server::serve(on_s3(second_data.path())).await.err().expect("a second coordinator started");
+    let message = refused.to_string();
+    assert!(message.contains("dataset s3://xqz-coordinator/run/dataset is in use"), "{message}");
+    assert!(message.contains("xqz-coordinator, process"), "{message}");
+
+    server.stop().await;
+    let server = Server::serve(on_s3(second_data.path())).await.unwrap();
+    let mut client = server.client(Some(TOKEN)).await;
+    let again = with_timeout(client.submit_games(batch("k2", vec![draw(2), draw(3)]))).await.unwrap().into_inner();
+    assert_eq!((again.accepted, again.duplicates), (1, 1), "the games in the bucket are known after the move");
+    server.stop().await;
+    assert_eq!(Dataset::open_at(location).unwrap().num_games(), 3);
 }
 
 #[tokio::test]

@@ -1,5 +1,6 @@
-//! Opening a dataset folder: the committed shards, the files that are ignored, and reading rows.
+//! Opening a dataset (a folder or an object store prefix): the committed shards, the files that are ignored, and reading rows.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::fs;
 use std::io::Cursor;
@@ -13,6 +14,7 @@ use crate::error::{ArrowContext, DatasetError, IoContext, Result};
 use crate::manifest::{LOCK_FILE, MANIFEST_FILE, Manifest, ShardEntry, ShardKind, TMP_SUFFIX, parse_shard_file_name};
 use crate::record::{GameRecord, SampleRecord, batch_to_games, batch_to_samples};
 use crate::schema::{self, meta};
+use crate::storage::DatasetLocation;
 
 /// Why a file in the dataset folder is not read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +51,7 @@ impl fmt::Display for IgnoredReason {
 /// A file that readers ignore, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IgnoredFile {
-    /// The file.
+    /// The file (its object's URL, for a dataset in an object store).
     pub path: PathBuf,
     /// Why it is ignored.
     pub reason: IgnoredReason,
@@ -88,20 +90,14 @@ impl fmt::Display for RecoveryReport {
     }
 }
 
-/// Lists the files of `dir` that readers ignore and the manifest's shards whose files are sound.
-pub(crate) fn scan(dir: &Path, manifest: &Manifest) -> Result<(Vec<ShardEntry>, RecoveryReport)> {
+/// Lists the files of `location` that readers ignore and the manifest's shards whose files are
+/// sound.
+pub(crate) fn scan(location: &DatasetLocation, manifest: &Manifest) -> Result<(Vec<ShardEntry>, RecoveryReport)> {
     let mut ignored = Vec::new();
-    let listed: std::collections::HashSet<&str> =
+    let listed: HashSet<&str> =
         manifest.shards.iter().flat_map(|s| [s.games_file.as_str(), s.samples_file.as_str()]).collect();
-    let mut names = Vec::new();
-    for entry in fs::read_dir(dir).at(dir)? {
-        let entry = entry.at(dir)?;
-        if let Ok(name) = entry.file_name().into_string() {
-            names.push(name);
-        }
-    }
-    names.sort();
-    for name in &names {
+    let files = location.list()?;
+    for (name, _) in &files {
         if name == MANIFEST_FILE || name == LOCK_FILE {
             continue;
         }
@@ -112,27 +108,34 @@ pub(crate) fn scan(dir: &Path, manifest: &Manifest) -> Result<(Vec<ShardEntry>, 
         } else {
             continue;
         };
-        ignored.push(IgnoredFile { path: dir.join(name), reason });
+        ignored.push(IgnoredFile { path: location.file(name), reason });
     }
+    let sizes: HashMap<&str, u64> = files.iter().map(|(name, size)| (name.as_str(), *size)).collect();
     let mut shards = Vec::with_capacity(manifest.shards.len());
     for shard in &manifest.shards {
         let mut sound = true;
         for (name, expected) in [(&shard.games_file, shard.games_bytes), (&shard.samples_file, shard.samples_bytes)] {
-            let path = dir.join(name);
-            let reason = match fs::metadata(&path) {
-                Ok(m) if m.len() == expected => continue,
-                Ok(m) => IgnoredReason::SizeMismatch { expected, actual: m.len() },
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => IgnoredReason::Missing,
-                Err(source) => return Err(DatasetError::Io { path, source }),
+            let reason = match sizes.get(name.as_str()) {
+                Some(&actual) if actual == expected => continue,
+                Some(&actual) => IgnoredReason::SizeMismatch { expected, actual },
+                None => IgnoredReason::Missing,
             };
             sound = false;
-            ignored.push(IgnoredFile { path, reason });
+            ignored.push(IgnoredFile { path: location.file(name), reason });
         }
         if sound {
             shards.push(shard.clone());
         }
     }
     Ok((shards, RecoveryReport { ignored }))
+}
+
+/// The name of a shard's file of `kind`.
+fn shard_file(shard: &ShardEntry, kind: ShardKind) -> &str {
+    match kind {
+        ShardKind::Games => &shard.games_file,
+        ShardKind::Samples => &shard.samples_file,
+    }
 }
 
 /// The record batches of one shard file, with the file's schema (and its metadata).
@@ -153,7 +156,11 @@ impl ShardBatches {
 
 /// Reads one Arrow IPC file, checking its schema against `expected` and its shard id.
 pub fn read_ipc_file(path: &Path, expected: &Schema, shard_id: Option<u64>) -> Result<ShardBatches> {
-    let bytes = fs::read(path).at(path)?;
+    decode_ipc(fs::read(path).at(path)?, path, expected, shard_id)
+}
+
+/// Decodes one Arrow IPC file's `bytes` like [`read_ipc_file`]; `path` names it in errors.
+fn decode_ipc(bytes: Vec<u8>, path: &Path, expected: &Schema, shard_id: Option<u64>) -> Result<ShardBatches> {
     let reader = FileReader::try_new(Cursor::new(bytes), None).arrow(|| format!("reading {}", path.display()))?;
     let schema = reader.schema();
     schema::check_compatible(expected, &schema)
@@ -172,7 +179,7 @@ pub fn read_ipc_file(path: &Path, expected: &Schema, shard_id: Option<u64>) -> R
 }
 
 /// A dataset opened for reading: the manifest's committed shards whose files are sound, and a
-/// report of the files that are ignored. Opening never modifies the folder.
+/// report of the files that are ignored. Opening never modifies the folder (or object store).
 ///
 /// ```
 /// use xqz_dataset::{Dataset, DatasetWriter, WriterConfig};
@@ -186,7 +193,7 @@ pub fn read_ipc_file(path: &Path, expected: &Schema, shard_id: Option<u64>) -> R
 /// ```
 #[derive(Clone, Debug)]
 pub struct Dataset {
-    dir: PathBuf,
+    location: DatasetLocation,
     manifest: Manifest,
     shards: Vec<ShardEntry>,
     report: RecoveryReport,
@@ -195,21 +202,28 @@ pub struct Dataset {
 impl Dataset {
     /// Opens the dataset in `dir` (which must exist; a folder without a manifest is empty).
     pub fn open(dir: impl AsRef<Path>) -> Result<Dataset> {
-        let dir = dir.as_ref().to_path_buf();
-        if !fs::metadata(&dir).at(&dir)?.is_dir() {
+        Dataset::open_at(DatasetLocation::from(dir.as_ref()))
+    }
+
+    /// Opens the dataset at `location`: a folder as [`Dataset::open`], or an object store prefix
+    /// (one without a manifest is an empty dataset).
+    pub fn open_at(location: DatasetLocation) -> Result<Dataset> {
+        if let Some(dir) = location.as_local()
+            && !fs::metadata(dir).at(dir)?.is_dir()
+        {
             return Err(DatasetError::Io {
-                path: dir,
+                path: dir.to_path_buf(),
                 source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a dataset folder"),
             });
         }
-        let manifest = Manifest::load(&dir)?;
-        let (shards, report) = scan(&dir, &manifest)?;
-        Ok(Dataset { dir, manifest, shards, report })
+        let (manifest, _) = Manifest::read(&location)?;
+        let (shards, report) = scan(&location, &manifest)?;
+        Ok(Dataset { location, manifest, shards, report })
     }
 
-    /// The dataset folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// Where the dataset lives.
+    pub fn location(&self) -> &DatasetLocation {
+        &self.location
     }
 
     /// The manifest as read (it may list shards that [`Dataset::shards`] skips).
@@ -237,12 +251,9 @@ impl Dataset {
         self.shards.iter().map(|s| s.samples).sum()
     }
 
-    /// The path of a shard's file.
+    /// The path of a shard's file; for a dataset in an object store, its object's URL.
     pub fn shard_path(&self, shard: &ShardEntry, kind: ShardKind) -> PathBuf {
-        self.dir.join(match kind {
-            ShardKind::Games => &shard.games_file,
-            ShardKind::Samples => &shard.samples_file,
-        })
+        self.location.file(shard_file(shard, kind))
     }
 
     fn read_checked(&self, shard: &ShardEntry, kind: ShardKind) -> Result<(PathBuf, ShardBatches)> {
@@ -251,7 +262,8 @@ impl Dataset {
             ShardKind::Games => (schema::games_schema(), shard.games),
             ShardKind::Samples => (schema::samples_schema(), shard.samples),
         };
-        let batches = read_ipc_file(&path, &expected, Some(shard.id))?;
+        let bytes = self.location.read(shard_file(shard, kind))?;
+        let batches = decode_ipc(bytes, &path, &expected, Some(shard.id))?;
         if batches.num_rows() as u64 != rows {
             let message = format!("{} rows, the manifest says {rows}", batches.num_rows());
             return Err(DatasetError::Shard { path, message });

@@ -61,6 +61,52 @@ pub enum DatasetError {
         /// The dataset folder.
         path: PathBuf,
     },
+    /// An object store request failed.
+    #[error("object store request on {url} failed")]
+    ObjectStore {
+        /// The object (or prefix) it was about.
+        url: String,
+        /// The cause.
+        #[source]
+        source: object_store::Error,
+    },
+    /// The threads that run object store requests and renew a writer's lease could not be
+    /// started, or a request's task ended without an answer.
+    #[error("object store background work failed: {0}")]
+    Background(String),
+    /// Another writer replaced the manifest since this writer read it: its conditional PUT
+    /// failed, and this writer stops rather than overwrite the other's shards.
+    #[error(
+        "{url} was replaced by another writer since this writer read it; two writers are using one dataset, \
+         and this one stops rather than overwrite the other's shards"
+    )]
+    ManifestConflict {
+        /// The manifest object.
+        url: String,
+    },
+    /// Another writer holds the lease on an object store prefix.
+    #[error(
+        "dataset {url} is in use: {holder} holds its writer lease for {remaining_s} s more; stop that writer, \
+         or if it died, start again once its lease has lapsed"
+    )]
+    Leased {
+        /// The dataset's prefix.
+        url: String,
+        /// Who holds the lease (writer, process, host).
+        holder: String,
+        /// Seconds until it lapses unless renewed.
+        remaining_s: u64,
+    },
+    /// This writer's lease lapsed unrenewed or was taken over: another writer may be using the
+    /// dataset now, so this one writes no more.
+    #[error("the writer lease on dataset {url} lapsed or was taken over; this writer writes no more")]
+    LeaseLost {
+        /// The dataset's prefix.
+        url: String,
+    },
+    /// A dataset location that cannot be used.
+    #[error(transparent)]
+    Location(#[from] crate::storage::LocationError),
     /// The replay configuration cannot produce batches.
     #[error("invalid replay configuration: {0}")]
     Config(String),

@@ -15,6 +15,11 @@
 //! ([`schema::meta`]), so a single file is self-describing and readable by pyarrow, polars or
 //! duckdb.
 //!
+//! The same layout lives in an object store under a prefix (`s3://bucket/prefix`, `gs://`,
+//! `az://`) when the writer and readers are opened at a [`DatasetLocation`] (`open_at`): a PUT per
+//! shard file in place of the temporary file and rename, a conditional PUT of the manifest, and a
+//! lease object in place of the lock ([`storage`] describes the protocol).
+//!
 //! # Encodings
 //!
 //! Boards are stored raw (90 bytes, [`schema::BOARD_ENCODING`]) and policies sparsely over
@@ -53,6 +58,7 @@ mod record;
 mod replay;
 pub mod schema;
 pub mod stats;
+pub mod storage;
 pub mod synthetic;
 mod writer;
 
@@ -67,4 +73,5 @@ pub use replay::{
     Batch, EpochBatches, GrowingWindow, MOVE_CODES, ReplayConfig, ReplayLoader, ReplayWindow, SampleColumns, WindowSize,
 };
 pub use stats::DatasetStats;
+pub use storage::{DatasetLocation, LocationError, ObjectPrefix};
 pub use writer::{Compression, DatasetWriter, WriterConfig};

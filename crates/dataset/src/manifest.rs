@@ -1,18 +1,18 @@
 //! The manifest (`manifest.json`): the list of committed shards, replaced atomically.
 //!
-//! A dataset folder holds `manifest.json`, pairs of shard files `games-00000001.arrow` and
-//! `samples-00000001.arrow`, and while a writer is open its `writer.lock`. Only the shards the
-//! manifest lists exist for readers; anything else (a `.tmp` file left by a crash, a shard
-//! renamed into place whose manifest update never happened) is ignored and reported.
+//! A dataset folder (or object store prefix, [`crate::DatasetLocation`]) holds `manifest.json`,
+//! pairs of shard files `games-00000001.arrow` and `samples-00000001.arrow`, and while a writer
+//! is open its `writer.lock`. Only the shards the manifest lists exist for readers; anything else
+//! (a `.tmp` file left by a crash, a shard renamed into place or uploaded whose manifest update
+//! never happened) is ignored and reported.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{DatasetError, IoContext, Result};
+use crate::error::{DatasetError, Result};
 use crate::schema::SCHEMA_VERSION;
+use crate::storage::{DatasetLocation, Version};
 
 /// The manifest's file name.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -111,13 +111,23 @@ impl Default for Manifest {
 impl Manifest {
     /// Reads `dir/manifest.json`; an absent manifest is an empty dataset.
     pub fn load(dir: &Path) -> Result<Manifest> {
-        let path = dir.join(MANIFEST_FILE);
-        let text = match fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Manifest::default()),
-            Err(source) => return Err(DatasetError::Io { path, source }),
+        Ok(Manifest::read(&DatasetLocation::from(dir))?.0)
+    }
+
+    /// Replaces `dir/manifest.json` atomically: writes a temporary file, fsyncs it, renames it
+    /// over the manifest and fsyncs the folder.
+    pub fn store(&self, dir: &Path) -> Result<()> {
+        self.commit(&DatasetLocation::from(dir), &Version::default()).map(drop)
+    }
+
+    /// Reads the manifest of `location` and the version read; an absent manifest is an empty
+    /// dataset.
+    pub(crate) fn read(location: &DatasetLocation) -> Result<(Manifest, Version)> {
+        let path = location.file(MANIFEST_FILE);
+        let Some((bytes, version)) = location.read_optional(MANIFEST_FILE)? else {
+            return Ok((Manifest::default(), Version::default()));
         };
-        let manifest: Manifest = serde_json::from_str(&text)
+        let manifest: Manifest = serde_json::from_slice(&bytes)
             .map_err(|e| DatasetError::Manifest { path: path.clone(), message: e.to_string() })?;
         if manifest.format != FORMAT {
             return Err(DatasetError::Manifest { path, message: format!("format is {:?}", manifest.format) });
@@ -128,18 +138,19 @@ impl Manifest {
                 message: format!("schema version {} (this build reads {SCHEMA_VERSION})", manifest.schema_version),
             });
         }
-        Ok(manifest)
+        Ok((manifest, version))
     }
 
-    /// Replaces `dir/manifest.json` atomically: writes a temporary file, fsyncs it, renames it
-    /// over the manifest and fsyncs the folder.
-    pub fn store(&self, dir: &Path) -> Result<()> {
+    /// Replaces the manifest of `location` so that readers see the old or the new one, never a
+    /// mix; on an object store only if it is still at `expected` (what this writer last read or
+    /// wrote). Returns the new version.
+    pub(crate) fn commit(&self, location: &DatasetLocation, expected: &Version) -> Result<Version> {
         let mut text = serde_json::to_string_pretty(self).map_err(|e| DatasetError::Manifest {
-            path: dir.join(MANIFEST_FILE),
+            path: location.file(MANIFEST_FILE),
             message: format!("cannot serialise: {e}"),
         })?;
         text.push('\n');
-        write_atomically(dir, MANIFEST_FILE, text.as_bytes())
+        location.replace(MANIFEST_FILE, text.into_bytes(), expected)
     }
 
     /// Total rows of games.
@@ -158,39 +169,12 @@ pub fn tmp_name(name: &str) -> String {
     format!("{name}{TMP_SUFFIX}")
 }
 
-/// Creates `dir/<name>.tmp` for writing (failing if it exists).
-pub(crate) fn create_tmp(dir: &Path, name: &str) -> Result<(PathBuf, File)> {
-    let path = dir.join(tmp_name(name));
-    let file = OpenOptions::new().write(true).create_new(true).open(&path).at(&path)?;
-    Ok((path, file))
-}
-
-/// fsyncs a folder so that renames inside it are durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).at(dir)
-}
-
-/// Writes `bytes` to `dir/name` through a temporary file, fsync and rename, then fsyncs `dir`.
-pub(crate) fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
-    let tmp = dir.join(tmp_name(name));
-    let result = (|| {
-        let mut file = File::create(&tmp).at(&tmp)?;
-        file.write_all(bytes).at(&tmp)?;
-        file.sync_all().at(&tmp)?;
-        drop(file);
-        let target = dir.join(name);
-        fs::rename(&tmp, &target).at(&target)?;
-        sync_dir(dir)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
 #[cfg(test)]
 mod tests {
+    use std::fs;
+
     use super::*;
+    use crate::error::IoContext;
 
     #[test]
     fn shard_names_parse() {

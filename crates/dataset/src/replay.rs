@@ -29,7 +29,7 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -47,6 +47,7 @@ use crate::error::{DatasetError, Result};
 use crate::manifest::{ShardEntry, ShardKind};
 use crate::record::{Columns, MIRROR, mirror_move_code};
 use crate::schema::{BOARD_BYTES, samples};
+use crate::storage::DatasetLocation;
 
 /// Number of distinct move codes (`from | to << 7` fits in 14 bits): the width of
 /// [`Batch::policy_dense`].
@@ -345,7 +346,7 @@ struct Segment {
 /// The newest samples of a dataset, held in memory, and the batches of each epoch.
 #[derive(Clone, Debug)]
 pub struct ReplayWindow {
-    dir: PathBuf,
+    location: DatasetLocation,
     config: ReplayConfig,
     cache: BTreeMap<u64, Arc<SampleColumns>>,
     segments: Vec<Segment>,
@@ -358,9 +359,14 @@ pub struct ReplayWindow {
 impl ReplayWindow {
     /// Opens the dataset in `dir` and loads the window.
     pub fn open(dir: impl AsRef<Path>, config: ReplayConfig) -> Result<ReplayWindow> {
+        ReplayWindow::open_at(DatasetLocation::from(dir.as_ref()), config)
+    }
+
+    /// Opens the dataset at `location` (a folder or an object store prefix) and loads the window.
+    pub fn open_at(location: DatasetLocation, config: ReplayConfig) -> Result<ReplayWindow> {
         config.check()?;
         let mut window = ReplayWindow {
-            dir: dir.as_ref().to_path_buf(),
+            location,
             config,
             cache: BTreeMap::new(),
             segments: Vec::new(),
@@ -375,7 +381,7 @@ impl ReplayWindow {
     /// Re-reads the manifest and moves the window to the newest samples, loading new shards and
     /// dropping those that fell out.
     pub fn refresh(&mut self) -> Result<()> {
-        let dataset = Dataset::open(&self.dir)?;
+        let dataset = Dataset::open_at(self.location.clone())?;
         self.total_samples = dataset.num_samples();
         let mut need = self.config.window.size(self.total_samples);
         let mut segments = Vec::new();
@@ -539,15 +545,19 @@ pub struct ReplayLoader {
 impl ReplayLoader {
     /// Starts the loader thread on the dataset in `dir`.
     pub fn spawn(dir: impl AsRef<Path>, config: ReplayConfig) -> Result<ReplayLoader> {
+        ReplayLoader::spawn_at(DatasetLocation::from(dir.as_ref()), config)
+    }
+
+    /// Starts the loader thread on the dataset at `location` (a folder or an object store prefix).
+    pub fn spawn_at(location: DatasetLocation, config: ReplayConfig) -> Result<ReplayLoader> {
         config.check()?;
         let (tx, rx) = sync_channel(config.prefetch);
         let stop = Arc::new(AtomicBool::new(false));
-        let dir = dir.as_ref().to_path_buf();
         let thread_stop = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("xqz-replay".into())
             .spawn(move || {
-                if let Err(err) = run_loader(&dir, config, &tx, &thread_stop) {
+                if let Err(err) = run_loader(location, config, &tx, &thread_stop) {
                     let _ = tx.send(Err(err));
                 }
             })
@@ -595,8 +605,13 @@ fn send(tx: &SyncSender<Result<Batch>>, stop: &AtomicBool, item: Result<Batch>) 
     !stop.load(Ordering::Relaxed) && tx.send(item).is_ok()
 }
 
-fn run_loader(dir: &Path, config: ReplayConfig, tx: &SyncSender<Result<Batch>>, stop: &AtomicBool) -> Result<()> {
-    let mut window = ReplayWindow::open(dir, config.clone())?;
+fn run_loader(
+    location: DatasetLocation,
+    config: ReplayConfig,
+    tx: &SyncSender<Result<Batch>>,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let mut window = ReplayWindow::open_at(location, config.clone())?;
     let enough =
         |w: &ReplayWindow| w.len() >= config.min_samples.max(1) && (!config.drop_last || w.len() >= config.batch_size);
     while !enough(&window) {

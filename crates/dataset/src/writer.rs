@@ -1,16 +1,15 @@
 //! The shard writer: buffers whole games with their samples and commits them as shard pairs.
 //!
-//! A flush writes `games-<id>.arrow.tmp` and `samples-<id>.arrow.tmp` (Arrow IPC files,
-//! compressed), fsyncs both, renames them to their final names, fsyncs the folder, and only then
-//! lists the pair in the manifest, which is itself replaced atomically. A crash at any point
+//! A flush writes `games-<id>.arrow` and `samples-<id>.arrow` (Arrow IPC files, compressed) so
+//! that each appears complete or not at all (in a folder: a `.tmp` file, fsync, rename, fsync of
+//! the folder; in an object store: one PUT), and only then lists the pair in the manifest, which
+//! is itself replaced atomically (on an object store by a conditional PUT). A crash at any point
 //! leaves either the old manifest (the new files are then ignored and reported by readers) or
 //! the new one; a game and its samples are always in the same shard, so a game is never
 //! half-stored.
 
 use std::collections::BTreeSet;
-use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::BufWriter;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -18,12 +17,11 @@ use arrow_array::RecordBatch;
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
 
 use crate::dataset::{IgnoredReason, RecoveryReport, scan};
-use crate::error::{ArrowContext, DatasetError, IoContext, Result};
-use crate::manifest::{
-    LOCK_FILE, Manifest, ShardEntry, ShardKind, TMP_SUFFIX, create_tmp, parse_shard_file_name, sync_dir,
-};
+use crate::error::{ArrowContext, DatasetError, Result};
+use crate::manifest::{Manifest, ShardEntry, ShardKind, TMP_SUFFIX, parse_shard_file_name};
 use crate::record::{GameRecord, SampleRecord, games_to_batch, samples_to_batch, validate};
 use crate::schema::{self, ShardMetadata};
+use crate::storage::{DatasetLocation, Version, WriterLock};
 
 /// Compression of the record batches in shard files.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -80,10 +78,12 @@ fn now_unix_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Writes games and their samples into a dataset folder, one shard per flush.
+/// Writes games and their samples into a dataset (a folder or an object store prefix), one shard
+/// per flush.
 ///
-/// Only one writer may have a folder open (it holds `writer.lock`); readers need no lock. Rows
-/// still buffered when the writer is dropped are lost: call [`DatasetWriter::finish`].
+/// Only one writer may have a dataset open (it holds `writer.lock`: an OS lock in a folder, a
+/// lease in an object store, see [`DatasetLocation`]); readers need no lock. Rows still buffered
+/// when the writer is dropped are lost: call [`DatasetWriter::finish`].
 ///
 /// ```
 /// use xiangqi::game::{Game, GameConfig};
@@ -105,10 +105,13 @@ fn now_unix_ms() -> i64 {
 /// ```
 #[derive(Debug)]
 pub struct DatasetWriter {
-    dir: PathBuf,
+    location: DatasetLocation,
     config: WriterConfig,
-    _lock: File,
+    lock: WriterLock,
     manifest: Manifest,
+    /// The manifest's version as this writer last read or wrote it (its next replacement is
+    /// conditional on it).
+    manifest_version: Version,
     next_id: u64,
     games: Vec<GameRecord>,
     samples: Vec<SampleRecord>,
@@ -120,20 +123,19 @@ impl DatasetWriter {
     /// recovery found: temporary files left by a crash are deleted (the lock proves that no
     /// other writer is using them); unlisted shard files are left in place and never reused.
     pub fn open(dir: impl AsRef<Path>, config: WriterConfig) -> Result<(DatasetWriter, RecoveryReport)> {
+        DatasetWriter::open_at(DatasetLocation::from(dir.as_ref()), config)
+    }
+
+    /// Opens the dataset at `location` for appending, as [`DatasetWriter::open`] does a folder;
+    /// on an object store the writer takes the prefix's lease, and refuses with
+    /// [`DatasetError::Leased`] while another writer holds it.
+    pub fn open_at(location: DatasetLocation, config: WriterConfig) -> Result<(DatasetWriter, RecoveryReport)> {
         if config.shard_rows == 0 || config.batch_rows == 0 {
             return Err(DatasetError::Config("shard_rows and batch_rows must be positive".into()));
         }
-        let dir = dir.as_ref().to_path_buf();
-        fs::create_dir_all(&dir).at(&dir)?;
-        let lock_path = dir.join(LOCK_FILE);
-        let lock = OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).at(&lock_path)?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(DatasetError::Locked { path: dir }),
-            Err(TryLockError::Error(source)) => return Err(DatasetError::Io { path: lock_path, source }),
-        }
-        let manifest = Manifest::load(&dir)?;
-        let (_, report) = scan(&dir, &manifest)?;
+        let lock = location.lock(&config.writer_name)?;
+        let (manifest, manifest_version) = Manifest::read(&location)?;
+        let (_, report) = scan(&location, &manifest)?;
         let mut next_id = manifest.next_shard_id.max(manifest.shards.iter().map(|s| s.id + 1).max().unwrap_or(1));
         for file in &report.ignored {
             let name = file.path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
@@ -141,14 +143,15 @@ impl DatasetWriter {
                 next_id = next_id.max(id + 1);
             }
             if file.reason == IgnoredReason::Temporary {
-                fs::remove_file(&file.path).at(&file.path)?;
+                location.remove(name)?;
             }
         }
         let writer = DatasetWriter {
-            dir,
+            location,
             config,
-            _lock: lock,
+            lock,
             manifest,
+            manifest_version,
             next_id,
             games: Vec::new(),
             samples: Vec::new(),
@@ -157,9 +160,9 @@ impl DatasetWriter {
         Ok((writer, report))
     }
 
-    /// The dataset folder.
-    pub fn dir(&self) -> &Path {
-        &self.dir
+    /// Where the dataset lives.
+    pub fn location(&self) -> &DatasetLocation {
+        &self.location
     }
 
     /// The manifest as last committed.
@@ -206,19 +209,27 @@ impl DatasetWriter {
         if self.games.is_empty() {
             return Ok(None);
         }
+        self.lock.check()?;
         let id = self.next_id;
         self.next_id += 1;
         let entry = self.write_pair(id)?;
         let mut manifest = self.manifest.clone();
         manifest.shards.push(entry.clone());
         manifest.next_shard_id = self.next_id;
-        if let Err(err) = manifest.store(&self.dir) {
-            // The rename may have happened before the failure: trust what is on disk.
-            if Manifest::load(&self.dir).is_ok_and(|m| m.shards.iter().any(|s| s.id == id)) {
-                self.manifest = manifest;
-                self.clear();
+        // Checked again: the lease may have lapsed while the shard was uploading.
+        match self.lock.check().and_then(|()| manifest.commit(&self.location, &self.manifest_version)) {
+            Ok(version) => self.manifest_version = version,
+            Err(err) => {
+                // The rename (or PUT) may have happened before the failure: trust what is stored.
+                if let Ok((stored, version)) = Manifest::read(&self.location)
+                    && stored == manifest
+                {
+                    self.manifest = manifest;
+                    self.manifest_version = version;
+                    self.clear();
+                }
+                return Err(err);
             }
-            return Err(err);
         }
         self.manifest = manifest;
         self.clear();
@@ -252,22 +263,11 @@ impl DatasetWriter {
         let samples = samples_to_batch(&self.samples, Arc::new(meta.apply(schema::samples_schema())))?;
         let games_name = ShardKind::Games.file_name(id);
         let samples_name = ShardKind::Samples.file_name(id);
-        let games_tmp = self.dir.join(crate::manifest::tmp_name(&games_name));
-        let samples_tmp = self.dir.join(crate::manifest::tmp_name(&samples_name));
-        let written = (|| {
-            let games_bytes = self.write_file(&games_name, &games)?;
-            let samples_bytes = self.write_file(&samples_name, &samples)?;
-            for (tmp, name) in [(&games_tmp, &games_name), (&samples_tmp, &samples_name)] {
-                let target = self.dir.join(name);
-                fs::rename(tmp, &target).at(&target)?;
-            }
-            sync_dir(&self.dir)?;
-            Ok((games_bytes, samples_bytes))
-        })();
-        let (games_bytes, samples_bytes) = written.inspect_err(|_| {
-            let _ = fs::remove_file(&games_tmp);
-            let _ = fs::remove_file(&samples_tmp);
-        })?;
+        let games_file = self.encode(&games_name, &games)?;
+        let samples_file = self.encode(&samples_name, &samples)?;
+        let (games_bytes, samples_bytes) = (games_file.len() as u64, samples_file.len() as u64);
+        self.location.write(&games_name, games_file)?;
+        self.location.write(&samples_name, samples_file)?;
         Ok(ShardEntry {
             id,
             games_file: games_name,
@@ -283,14 +283,12 @@ impl DatasetWriter {
         })
     }
 
-    /// Writes `batch` to `<name>.tmp`, fsynced; returns its size.
-    fn write_file(&self, name: &str, batch: &RecordBatch) -> Result<u64> {
-        let (path, file) = create_tmp(&self.dir, name)?;
-        let context = || format!("writing {}", path.display());
+    /// Encodes `batch` as the Arrow IPC file `name`.
+    fn encode(&self, name: &str, batch: &RecordBatch) -> Result<Vec<u8>> {
+        let context = || format!("writing {}", self.location.file(name).display());
         let options =
             IpcWriteOptions::default().try_with_compression(self.config.compression.arrow()).arrow(context)?;
-        let mut writer =
-            FileWriter::try_new_with_options(BufWriter::new(file), batch.schema_ref(), options).arrow(context)?;
+        let mut writer = FileWriter::try_new_with_options(Vec::new(), batch.schema_ref(), options).arrow(context)?;
         let rows = batch.num_rows();
         let mut offset = 0;
         while offset < rows {
@@ -298,8 +296,6 @@ impl DatasetWriter {
             writer.write(&batch.slice(offset, len)).arrow(context)?;
             offset += len;
         }
-        let file = writer.into_inner().arrow(context)?.into_inner().map_err(|e| e.into_error()).at(&path)?;
-        file.sync_all().at(&path)?;
-        file.metadata().map(|m| m.len()).at(&path)
+        writer.into_inner().arrow(context)
     }
 }

@@ -5,5 +5,6 @@
 pub mod certificates;
 pub mod fairy_stockfish;
 pub mod games;
+pub mod moto;
 pub mod process;
 pub mod python;

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use xqz_dataset::{DatasetError, ReplayConfig, ReplayWindow, WindowSize};
+use xqz_dataset::{DatasetError, DatasetLocation, ReplayConfig, ReplayWindow, WindowSize};
 use xqz_net::{CheckpointError, Device, ModelConfig, Network, TrainConfig, TrainError, Trainer};
 
 use crate::data::{DataError, Targets, TrainingData};
@@ -21,8 +21,8 @@ use crate::publish::PublishError;
 /// How the trainer trains.
 #[derive(Clone, Debug)]
 pub struct TrainerConfig {
-    /// The dataset folder the coordinator writes.
-    pub data: PathBuf,
+    /// The dataset the coordinator writes: a folder or an object store prefix.
+    pub data: DatasetLocation,
     /// The run folder (checkpoints, metrics).
     pub run: PathBuf,
     /// The network's shape (a resumed run must match it).
@@ -182,7 +182,7 @@ pub fn train(
         drop_last: true,
         ..ReplayConfig::default()
     };
-    let mut window = ReplayWindow::open(&config.data, replay)?;
+    let mut window = ReplayWindow::open_at(config.data.clone(), replay)?;
     let mut last = None;
     let mut round = trainer.info().training_steps;
     let mut clock = (Instant::now(), trainer.info().samples_seen);

@@ -186,12 +186,12 @@ impl TrainSettings {
         Ok(schedule)
     }
 
-    /// The training loop's config: these settings, reading the dataset in `data` and keeping the
+    /// The training loop's config: these settings, reading the dataset at `data` and keeping the
     /// run in `run`, on `device`, stopping after `max_steps` if given.
     #[cfg(feature = "torch")]
     pub fn trainer_config(
         &self,
-        data: std::path::PathBuf,
+        data: xqz_dataset::DatasetLocation,
         run: std::path::PathBuf,
         device: xqz_net::Device,
         max_steps: Option<u64>,

@@ -27,7 +27,7 @@ fn dataset(dir: &Path, games: u128) -> u64 {
 
 fn config(data: &Path, run: &Path, max_steps: u64) -> TrainerConfig {
     TrainerConfig {
-        data: data.to_path_buf(),
+        data: data.into(),
         run: run.to_path_buf(),
         model: ModelConfig::builtin("tiny").unwrap(),
         device: Device::Cpu,
