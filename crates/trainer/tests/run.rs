@@ -8,12 +8,16 @@ use std::time::Duration;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
-use xqz_dataset::{DatasetWriter, GrowingWindow, WindowSize, WriterConfig};
+use xqz_dataset::{DatasetLocation, DatasetWriter, GrowingWindow, WindowSize, WriterConfig};
 use xqz_net::{Device, ModelConfig, TrainConfig};
 use xqz_trainer::{Publisher, Targets, TrainerConfig, latest_checkpoint, train};
 
 fn dataset(dir: &Path, games: u128) -> u64 {
-    let (mut writer, _) = DatasetWriter::open(dir, WriterConfig::default()).unwrap();
+    dataset_at(dir.into(), games)
+}
+
+fn dataset_at(location: DatasetLocation, games: u128) -> u64 {
+    let (mut writer, _) = DatasetWriter::open_at(location, WriterConfig::default()).unwrap();
     let mut rng = ChaCha8Rng::seed_from_u64(3);
     let mut samples = 0;
     for id in 0..games {
@@ -85,6 +89,20 @@ fn trains_checkpoints_publishes_and_resumes() {
     let steps: Vec<u64> =
         metrics_rows(run.path()).iter().map(|r| r.split(',').next().unwrap().parse().unwrap()).collect();
     assert_eq!(steps, (1..=18).collect::<Vec<_>>());
+}
+
+#[test]
+fn trains_from_a_dataset_in_an_s3_bucket_and_publishes() {
+    let moto = xqz_test_support::moto::Moto::start("trainer");
+    let location = DatasetLocation::parse_with(&moto.url("run/dataset"), moto.env()).unwrap();
+    dataset_at(location.clone(), 20);
+    let (scratch, run) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let config = TrainerConfig { data: location, ..config(scratch.path(), run.path(), 8) };
+    let mut publisher = Counting::default();
+    let last = train(&config, &mut publisher, &AtomicBool::new(false), |_| {}).unwrap().unwrap();
+    assert_eq!((last.step, publisher.0.len(), last.model_version), (8, 1, 1));
+    assert!(last.dataset_samples > 0);
+    assert!(std::fs::read_dir(scratch.path()).unwrap().next().is_none(), "nothing read or written locally");
 }
 
 #[test]
