@@ -5,13 +5,12 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use xqz_proto::tls::ClientTls;
 use xqz_test_support::certificates::{ca, leaf};
-use xqz_test_support::process::ChildGuard;
+use xqz_test_support::process::{ChildGuard, start_listening};
 use xqz_trainer::{GrpcPublisher, PublishError, Publisher};
 
 #[test]
@@ -24,19 +23,13 @@ fn workers_and_the_trainer_reach_a_tls_coordinator_each_with_its_own_credential(
     std::fs::write(certs.join("trainer.token"), "trainer-secret\n").unwrap();
     let path = |name: &str| certs.join(name).display().to_string();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_xqz"))
-        .args(["coordinator", "--listen", "127.0.0.1:0", "--data", &path("data")])
-        .args(["--tls-cert", &path("server.pem"), "--tls-key", &path("server.key")])
-        .args(["--token-file", &path("worker.token"), "--publisher-token-file", &path("trainer.token")])
-        .args(["--max-plies", "20", "--playouts", "8", "--cheap-playouts", "4"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let _coordinator = ChildGuard(child);
-    let line = lines.next().unwrap().unwrap();
-    let addr = line.strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    std::thread::spawn(move || lines.for_each(drop));
+    let (_coordinator, addr) = start_listening(
+        Command::new(env!("CARGO_BIN_EXE_xqz"))
+            .args(["coordinator", "--listen", "127.0.0.1:0", "--data", &path("data")])
+            .args(["--tls-cert", &path("server.pem"), "--tls-key", &path("server.key")])
+            .args(["--token-file", &path("worker.token"), "--publisher-token-file", &path("trainer.token")])
+            .args(["--max-plies", "20", "--playouts", "8", "--cheap-playouts", "4"]),
+    );
     let url = format!("https://{addr}");
 
     // A worker over TLS plays and uploads its games, then exits.

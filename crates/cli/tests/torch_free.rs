@@ -5,11 +5,10 @@
 //!
 //! `scripts/test` builds that binary and hands it over in `XQZ_TORCH_FREE`.
 
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-use xqz_test_support::process::ChildGuard;
+use xqz_test_support::process::start_listening;
 
 /// The torch-free binary that `scripts/test` built.
 fn torch_free() -> PathBuf {
@@ -45,17 +44,9 @@ fn commands_without_a_network_work() {
 
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
-    let mut child = Command::new(torch_free())
-        .args(["coordinator", "--listen", "127.0.0.1:0", "--data"])
-        .arg(&data)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let _coordinator = ChildGuard(child);
-    let line = lines.next().unwrap().unwrap();
-    let addr = line.strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-    std::thread::spawn(move || lines.for_each(drop));
+    let (_coordinator, addr) = start_listening(
+        Command::new(torch_free()).args(["coordinator", "--listen", "127.0.0.1:0", "--data"]).arg(&data),
+    );
     let status = xqz(&["status", "--coordinator", &format!("http://{addr}"), "--json"]);
     assert!(status.status.success(), "{}", String::from_utf8_lossy(&status.stderr));
     let stats: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
