@@ -262,12 +262,7 @@ fn s3_crash_child_writer() {
     let location = DatasetLocation::Object(prefix.with_lease_ttl(CHILD_LEASE));
     let games = games(25, 0, 10, &short());
     let (mut writer, _) = DatasetWriter::open_at(location, small_shards(60, Compression::Zstd)).unwrap();
-    for id in 0u128.. {
-        let (mut game, mut samples) = games[(id % 10) as usize].clone();
-        game.game_id = xqz_dataset::GameId::from_u128(id);
-        samples.iter_mut().for_each(|s| s.game_id = game.game_id);
-        writer.append(game, samples).unwrap();
-    }
+    append_until_killed(&mut writer, &games);
 }
 
 #[test]

@@ -34,6 +34,18 @@ pub fn write_all(dir: &Path, config: WriterConfig, games: &[(GameRecord, Vec<Sam
     writer.finish().unwrap();
 }
 
+/// Appends `games` over and over, each time under a fresh game id, until the process is killed:
+/// the body of the crash tests' child writers.
+pub fn append_until_killed(writer: &mut DatasetWriter, games: &[(GameRecord, Vec<SampleRecord>)]) -> ! {
+    for id in 0u128.. {
+        let (mut game, mut samples) = games[id as usize % games.len()].clone();
+        game.game_id = xqz_dataset::GameId::from_u128(id);
+        samples.iter_mut().for_each(|s| s.game_id = game.game_id);
+        writer.append(game, samples).unwrap();
+    }
+    unreachable!("game ids ran out")
+}
+
 /// Tags each sample with a unique number in `root_wdl[0]`, to follow samples through batches.
 pub fn tag_samples(games: &mut [(GameRecord, Vec<SampleRecord>)]) -> usize {
     let mut n = 0;
