@@ -332,14 +332,26 @@ impl DatasetLocation {
         })
     }
 
-    /// Writes file `name` so that it appears complete or not at all: through a temporary file,
-    /// fsync, rename and an fsync of the folder; or as one PUT.
+    /// Writes file `name` so that it appears complete or not at all, as [`DatasetLocation::write_all`].
     pub(crate) fn write(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
+        self.write_all(vec![(name, bytes)])
+    }
+
+    /// Writes each file so that it appears complete or not at all: through a temporary file,
+    /// fsync and rename, then one fsync of the folder for all of them; or one PUT each.
+    pub(crate) fn write_all(&self, files: Vec<(&str, Vec<u8>)>) -> Result<()> {
         match self {
-            DatasetLocation::Local(dir) => write_atomically(dir, name, &bytes),
+            DatasetLocation::Local(dir) => {
+                for (name, bytes) in &files {
+                    write_renamed(dir, name, bytes)?;
+                }
+                sync_dir(dir)
+            }
             DatasetLocation::Object(o) => {
-                let (store, path) = (Arc::clone(&o.store), o.path(name));
-                block_on(async move { store.put(&path, bytes.into()).await })?.map_err(o.error(name))?;
+                for (name, bytes) in files {
+                    let (store, path) = (Arc::clone(&o.store), o.path(name));
+                    block_on(async move { store.put(&path, bytes.into()).await })?.map_err(o.error(name))?;
+                }
                 Ok(())
             }
         }
@@ -664,9 +676,9 @@ fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir).and_then(|d| d.sync_all()).at(dir)
 }
 
-/// Writes `bytes` to `dir/name` through a temporary file (created fresh, never reused), fsync
-/// and rename, then fsyncs `dir`.
-fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+/// Writes `bytes` to `dir/name` through a temporary file, fsync and rename; the rename is durable
+/// once the caller fsyncs `dir`.
+fn write_renamed(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
     let tmp = dir.join(tmp_name(name));
     let result = (|| {
         let mut file = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).at(&tmp)?;
@@ -674,8 +686,7 @@ fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
         file.sync_all().at(&tmp)?;
         drop(file);
         let target = dir.join(name);
-        fs::rename(&tmp, &target).at(&target)?;
-        sync_dir(dir)
+        fs::rename(&tmp, &target).at(&target)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

@@ -266,8 +266,7 @@ impl DatasetWriter {
         let games_file = self.encode(&games_name, &games)?;
         let samples_file = self.encode(&samples_name, &samples)?;
         let (games_bytes, samples_bytes) = (games_file.len() as u64, samples_file.len() as u64);
-        self.location.write(&games_name, games_file)?;
-        self.location.write(&samples_name, samples_file)?;
+        self.location.write_all(vec![(&games_name, games_file), (&samples_name, samples_file)])?;
         Ok(ShardEntry {
             id,
             games_file: games_name,
