@@ -14,6 +14,8 @@ mod eval;
 mod eval_match;
 mod ladder;
 #[cfg(feature = "torch")]
+mod metrics;
+#[cfg(feature = "torch")]
 mod model;
 #[cfg(feature = "torch")]
 mod pipeline;

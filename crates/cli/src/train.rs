@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 use anyhow::Result;
 use clap::{ArgMatches, Args};
 use xqz_dataset::DatasetLocation;
-use xqz_trainer::{GrpcPublisher, Publisher, TrainSettings, train};
+use xqz_trainer::{GrpcPublisher, Publisher, TrainSettings, TrainerMetrics, train};
 
 use crate::settings::SettingsFile;
 
@@ -43,6 +43,10 @@ pub struct TrainArgs {
     /// Print a line every this many steps.
     #[arg(long, default_value_t = 10)]
     log_every: u64,
+    /// Serve Prometheus metrics (step, losses, learning rate, samples/s, model version) at
+    /// `http://ADDR/metrics`, e.g. `0.0.0.0:9092`; they hold no secrets.
+    #[arg(long)]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
@@ -60,7 +64,11 @@ pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
+    let mut registry = xqz_metrics::Registry::default();
+    let metrics = TrainerMetrics::register(&mut registry);
+    let _server = crate::metrics::serve(args.metrics, registry, "trainer")?;
     let last = train(&config, publisher.as_mut(), &stop, |r| {
+        metrics.observe(r);
         if r.step % args.log_every.max(1) == 0 {
             println!(
                 "step {} samples {} policy {:.4} value {:.4} lr {} {:.0} samples/s window {} of {} model v{}",

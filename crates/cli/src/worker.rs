@@ -45,6 +45,10 @@ pub struct WorkerArgs {
     /// Name to register under (default: host name and process id).
     #[arg(long)]
     name: Option<String>,
+    /// Serve Prometheus metrics (games, moves, evaluations, uploads, model version) at
+    /// `http://ADDR/metrics`, e.g. `0.0.0.0:9091`; they hold no secrets.
+    #[arg(long)]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 /// The network behind an inference service; installing a model swaps it between batches.
@@ -83,6 +87,9 @@ fn default_name() -> String {
 pub fn run(args: WorkerArgs) -> Result<()> {
     let device = args.device.resolve()?;
     let init = ModelConfig::resolve(&args.init_model)?;
+    let mut registry = xqz_metrics::Registry::default();
+    let metrics = xqz_worker::WorkerMetrics::register(&mut registry);
+    let _server = crate::metrics::serve(args.metrics, registry, "worker")?;
     let config = RemoteConfig {
         coordinator: args.coordinator,
         token: args.token.resolve()?,
@@ -96,6 +103,7 @@ pub fn run(args: WorkerArgs) -> Result<()> {
         batch_interval: Duration::from_secs(5),
         heartbeat_interval: Duration::from_secs(5),
         drain: Duration::from_secs_f64(args.drain_seconds),
+        metrics,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {

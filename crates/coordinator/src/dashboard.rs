@@ -18,7 +18,6 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -389,8 +388,7 @@ async fn overview(State(dash): State<Arc<Dashboard>>) -> Answer<Overview> {
             let latest_games = latest.as_ref().and_then(|m| counts.by_model.get(&m.version).copied());
             ((counts.games, counts.samples, counts.bytes), latest_games.unwrap_or(0))
         };
-        let (games, samples) =
-            (state.metrics.games_accepted.load(Relaxed), state.metrics.samples_accepted.load(Relaxed));
+        let (games, samples) = (state.metrics.games_accepted.get(), state.metrics.samples_accepted.get());
         let now = Instant::now();
         let (games_per_second, samples_per_second) = lock(&dash.rates).update(now, games, samples);
         let workers = state
@@ -418,8 +416,8 @@ async fn overview(State(dash): State<Arc<Dashboard>>) -> Answer<Overview> {
             dataset_bytes,
             games_per_second,
             samples_per_second,
-            rejected_batches: state.metrics.batches_rejected.load(Relaxed),
-            duplicate_games: state.metrics.duplicates.load(Relaxed),
+            rejected_batches: state.metrics.batches_rejected.get(),
+            duplicate_games: state.metrics.duplicates.get(),
             settings_version: read(&state.settings).current().0,
             workers,
             latest_model,

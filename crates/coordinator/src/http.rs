@@ -44,11 +44,9 @@ pub(crate) async fn serve(listener: TcpListener, router: Router, mut stop: watch
     let _ = axum::serve(listener, router).with_graceful_shutdown(stopped).await;
 }
 
-/// The Prometheus text, one scrape per connection as the hand-written responder before axum
-/// answered (scrapers and `curl` expect nothing else).
+/// The metrics as Prometheus scrapes them.
 async fn metrics(State(state): State<Arc<service::State>>) -> Response {
-    let body = state.metrics.render(state.workers_alive());
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4"), (header::CONNECTION, "close")], body).into_response()
+    xqz_metrics::response(state.metrics.render(state.workers_alive(), state.registry.latest_version()))
 }
 
 /// The page's way to send the token: a link that carries it, `/?token=...`, which the page

@@ -1,62 +1,78 @@
-//! Counters and their Prometheus text exposition (served by [`crate::http`]).
+//! The coordinator's Prometheus metrics (served by [`crate::http`] through [`xqz_metrics`]).
 
-use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
+
+use xqz_metrics::{Counter, Gauge, Histogram, Registry};
 
 /// Upper bounds (seconds) of the ingest latency histogram buckets.
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
-/// Process-lifetime counters.
-#[derive(Default)]
+/// Process-lifetime counters, and the registry that exposes them.
 pub(crate) struct Metrics {
-    pub games_accepted: AtomicU64,
-    pub samples_accepted: AtomicU64,
-    pub games_rejected: AtomicU64,
-    pub batches_rejected: AtomicU64,
-    pub duplicates: AtomicU64,
-    latency_buckets: [AtomicU64; BUCKETS.len()],
-    latency_count: AtomicU64,
-    latency_sum_us: AtomicU64,
+    registry: Registry,
+    pub games_accepted: Counter,
+    pub samples_accepted: Counter,
+    pub games_rejected: Counter,
+    pub batches_rejected: Counter,
+    pub duplicates: Counter,
+    /// Group commits: each one shard flush and one fsync of the idempotency log.
+    pub commits: Counter,
+    /// Set at each scrape (liveness is a matter of time, not of events).
+    workers_alive: Gauge,
+    /// Set at each scrape, from the model registry.
+    model_version: Gauge,
+    ingest_latency: Histogram,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        let mut registry = Registry::default();
+        let counter = |registry: &mut Registry, name: &str, help: &str| {
+            let counter = Counter::default();
+            registry.register(name, help, counter.clone());
+            counter
+        };
+        let games_accepted = counter(&mut registry, "xqz_games_accepted", "Games stored.");
+        let samples_accepted = counter(&mut registry, "xqz_samples_accepted", "Samples stored.");
+        let games_rejected = counter(&mut registry, "xqz_games_rejected", "Games in rejected batches.");
+        let batches_rejected = counter(&mut registry, "xqz_batches_rejected", "Rejected SubmitGames requests.");
+        let duplicates = counter(&mut registry, "xqz_duplicate_games", "Games skipped as already stored.");
+        let commits = counter(
+            &mut registry,
+            "xqz_commits",
+            "Group commits of SubmitGames requests (one shard and one fsync each).",
+        );
+        let workers_alive = Gauge::default();
+        registry.register("xqz_workers_alive", "Workers heard from in the last minute.", workers_alive.clone());
+        let model_version = Gauge::default();
+        registry.register("xqz_model_version", "Version of the newest published model.", model_version.clone());
+        let ingest_latency = Histogram::new(BUCKETS);
+        registry.register("xqz_ingest_latency_seconds", "SubmitGames handling time.", ingest_latency.clone());
+        Metrics {
+            registry,
+            games_accepted,
+            samples_accepted,
+            games_rejected,
+            batches_rejected,
+            duplicates,
+            commits,
+            workers_alive,
+            model_version,
+            ingest_latency,
+        }
+    }
 }
 
 impl Metrics {
     /// Records one `SubmitGames` handling time.
     pub fn observe_ingest(&self, elapsed: Duration) {
-        let secs = elapsed.as_secs_f64();
-        for (bound, bucket) in BUCKETS.iter().zip(&self.latency_buckets) {
-            if secs <= *bound {
-                bucket.fetch_add(1, Relaxed);
-            }
-        }
-        self.latency_count.fetch_add(1, Relaxed);
-        self.latency_sum_us.fetch_add(elapsed.as_micros() as u64, Relaxed);
+        self.ingest_latency.observe(elapsed.as_secs_f64());
     }
 
-    /// The text exposition format.
-    pub fn render(&self, workers_alive: u64) -> String {
-        let mut out = String::new();
-        let mut counter = |name: &str, help: &str, value: u64| {
-            let _ = write!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name} {value}\n");
-        };
-        counter("xqz_games_accepted_total", "Games stored.", self.games_accepted.load(Relaxed));
-        counter("xqz_samples_accepted_total", "Samples stored.", self.samples_accepted.load(Relaxed));
-        counter("xqz_games_rejected_total", "Games in rejected batches.", self.games_rejected.load(Relaxed));
-        counter("xqz_batches_rejected_total", "Rejected SubmitGames requests.", self.batches_rejected.load(Relaxed));
-        counter("xqz_duplicate_games_total", "Games skipped as already stored.", self.duplicates.load(Relaxed));
-        let _ = write!(
-            out,
-            "# HELP xqz_workers_alive Workers heard from in the last minute.\n# TYPE xqz_workers_alive gauge\n\
-             xqz_workers_alive {workers_alive}\n"
-        );
-        let name = "xqz_ingest_latency_seconds";
-        let _ = write!(out, "# HELP {name} SubmitGames handling time.\n# TYPE {name} histogram\n");
-        for (bound, bucket) in BUCKETS.iter().zip(&self.latency_buckets) {
-            let _ = writeln!(out, "{name}_bucket{{le=\"{bound}\"}} {}", bucket.load(Relaxed));
-        }
-        let count = self.latency_count.load(Relaxed);
-        let sum = self.latency_sum_us.load(Relaxed) as f64 / 1e6;
-        let _ = write!(out, "{name}_bucket{{le=\"+Inf\"}} {count}\n{name}_sum {sum}\n{name}_count {count}\n");
-        out
+    /// The OpenMetrics text, with the live workers and the newest model version as of now.
+    pub fn render(&self, workers_alive: u64, model_version: u64) -> String {
+        self.workers_alive.set(i64::try_from(workers_alive).unwrap_or(i64::MAX));
+        self.model_version.set(i64::try_from(model_version).unwrap_or(i64::MAX));
+        xqz_metrics::render(&self.registry)
     }
 }

@@ -1,8 +1,8 @@
 //! The `xqz.v1.Coordinator` service.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -19,7 +19,7 @@ use crate::Limits;
 use crate::metrics::Metrics;
 use crate::registry::{PublishError, Registry};
 use crate::settings::SettingsHistory;
-use crate::store::{Ingested, KeyReused, Store, content_digest};
+use crate::store::{Ingested, KeyReused, Store, Stored, Submission, content_digest};
 use crate::validate::validate_game;
 use crate::worker_ids::WorkerIds;
 
@@ -27,6 +27,12 @@ use crate::worker_ids::WorkerIds;
 const ALIVE_WINDOW: Duration = Duration::from_secs(60);
 /// Size of a `DownloadModel` chunk.
 const CHUNK_BYTES: usize = 1 << 20;
+/// Most requests committed together. Each is bounded by [`Limits`], so this bounds a group's
+/// memory and the size of its shard.
+const MAX_GROUP: usize = 64;
+
+/// A request waiting to be committed, and where its answer goes.
+type Queued = (Submission, SyncSender<Result<Stored, String>>);
 /// Longest idempotency key, in bytes (printable ASCII).
 pub(crate) const MAX_KEY_BYTES: usize = 128;
 
@@ -64,6 +70,8 @@ pub(crate) struct State {
     pub metrics: Metrics,
     workers: Mutex<HashMap<String, WorkerSeen>>,
     worker_ids: WorkerIds,
+    /// Requests waiting for the store, oldest first (see [`State::commit`]).
+    commits: Mutex<VecDeque<Queued>>,
 }
 
 // The guarded structures are updated in one step after all fallible work, so a panic elsewhere
@@ -97,6 +105,7 @@ impl State {
             metrics: Metrics::default(),
             workers: Mutex::new(HashMap::new()),
             worker_ids,
+            commits: Mutex::new(VecDeque::new()),
         }
     }
 
@@ -160,9 +169,36 @@ impl State {
         live
     }
 
+    /// Stores `submission` durably, together with the requests queued beside it (group commit):
+    /// every request queues itself, then takes the store's lock and commits up to [`MAX_GROUP`]
+    /// queued requests, its own or others'. While one group is flushed the next one gathers, and
+    /// each request's turn at the lock commits at least one queued request, so none waits
+    /// forever. Blocking.
+    fn commit(&self, submission: Submission) -> Result<Stored, String> {
+        let (reply, answer) = sync_channel(1);
+        lock(&self.commits).push_back((submission, reply));
+        {
+            let mut store = lock(&self.store);
+            let (group, replies): (Vec<_>, Vec<_>) = {
+                let mut queue = lock(&self.commits);
+                let n = queue.len().min(MAX_GROUP);
+                queue.drain(..n).unzip()
+            };
+            if !group.is_empty() {
+                self.metrics.commits.inc();
+                match store.ingest(group) {
+                    Ok(answers) => replies.iter().zip(answers).for_each(|(reply, answer)| drop(reply.send(Ok(answer)))),
+                    Err(e) => replies.iter().for_each(|reply| drop(reply.send(Err(e.to_string())))),
+                }
+            }
+        }
+        // A closed channel: the commit that took this request panicked.
+        answer.recv().unwrap_or_else(|_| Err("the commit of this request failed".into()))
+    }
+
     fn reject(&self, games: usize) {
-        self.metrics.batches_rejected.fetch_add(1, Relaxed);
-        self.metrics.games_rejected.fetch_add(games as u64, Relaxed);
+        self.metrics.batches_rejected.inc();
+        self.metrics.games_rejected.inc_by(games as u64);
     }
 }
 
@@ -258,7 +294,8 @@ impl CoordinatorService {
             }
         };
         let (writer, stored_key) = (self.state.clone(), key.clone());
-        let stored = tokio::task::spawn_blocking(move || lock(&writer.store).ingest(&stored_key, &content, records))
+        let submission = Submission { key: stored_key, content, games: records };
+        let stored = tokio::task::spawn_blocking(move || writer.commit(submission))
             .await
             .map_err(|e| Status::internal(format!("storage task: {e}")))?
             .map_err(|e| Status::internal(format!("storing the games failed: {e}")))?;
@@ -273,9 +310,9 @@ impl CoordinatorService {
             return Ok(replayed(done));
         }
         state.heard(&worker, u64::from(done.accepted), samples);
-        state.metrics.samples_accepted.fetch_add(samples, Relaxed);
-        state.metrics.games_accepted.fetch_add(u64::from(done.accepted), Relaxed);
-        state.metrics.duplicates.fetch_add(u64::from(done.duplicates), Relaxed);
+        state.metrics.samples_accepted.inc_by(samples);
+        state.metrics.games_accepted.inc_by(u64::from(done.accepted));
+        state.metrics.duplicates.inc_by(u64::from(done.duplicates));
         Ok(SubmitGamesResponse { accepted: done.accepted, duplicates: done.duplicates, replayed_batch: false })
     }
 }
@@ -456,7 +493,7 @@ impl Coordinator for CoordinatorService {
         Ok(Response::new(Stats {
             games: counts.games,
             samples: counts.samples,
-            rejected_batches: self.state.metrics.batches_rejected.load(Relaxed),
+            rejected_batches: self.state.metrics.batches_rejected.get(),
             workers_alive: self.state.workers_alive(),
             latest_model_version: self.state.registry.latest_version(),
             games_by_model: counts
@@ -464,7 +501,7 @@ impl Coordinator for CoordinatorService {
                 .into_iter()
                 .map(|(model_version, games)| ModelGames { model_version, games })
                 .collect(),
-            duplicate_games: self.state.metrics.duplicates.load(Relaxed),
+            duplicate_games: self.state.metrics.duplicates.get(),
         }))
     }
 }

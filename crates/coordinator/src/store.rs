@@ -1,7 +1,8 @@
 //! The game store: the dataset writer, the ids of stored games and the idempotency log.
 //!
-//! A request's games are appended and flushed as one shard before anything else records them, so
-//! an OK means the games are on disk. The idempotency key is logged (one fsynced JSON line) only
+//! A request's games are appended and flushed in a shard before anything else records them, so
+//! an OK means the games are on disk. Requests that arrive while a flush is under way are
+//! committed together, as one shard and one log append ([`Store::ingest`]). The idempotency key is logged (one fsynced JSON line) only
 //! after that flush; a crash in between leaves the games stored and the key unknown, and the
 //! retry is then answered by game-id dedup (all duplicates), so nothing is stored twice.
 
@@ -52,6 +53,32 @@ pub(crate) fn content_digest<'a>(game_ids: impl IntoIterator<Item = &'a [u8]>) -
 /// A key seen before with other content.
 #[derive(Debug)]
 pub(crate) struct KeyReused;
+
+/// One `SubmitGames` request's part in a group commit: its idempotency key (empty: none), the
+/// [`content_digest`] of its games, and its validated games.
+pub(crate) struct Submission {
+    pub key: String,
+    pub content: String,
+    pub games: Vec<(GameRecord, Vec<SampleRecord>)>,
+}
+
+/// A request's answer from [`Store::ingest`]: the answer, whether it replays its key, and the
+/// samples stored; or the key was used before with other content.
+pub(crate) type Stored = Result<(Ingested, bool, u64), KeyReused>;
+
+/// The earlier answer to `key`, whose log entry is `seen`, if that was for the same `content`.
+fn replayed(
+    seen: Option<&(Ingested, Option<String>)>,
+    key: &str,
+    content: &str,
+) -> Result<Option<Ingested>, KeyReused> {
+    match seen {
+        _ if key.is_empty() => Ok(None),
+        None => Ok(None),
+        Some((_, Some(first))) if first != content => Err(KeyReused),
+        Some((done, _)) => Ok(Some(*done)),
+    }
+}
 
 /// What the store holds, for statistics.
 #[derive(Clone, Debug, Default)]
@@ -157,12 +184,7 @@ impl Store {
     /// The earlier answer to `key`, if it was seen with the same `content` (a retry); an error if
     /// it was seen with other content.
     pub fn replayed(&self, key: &str, content: &str) -> Result<Option<Ingested>, KeyReused> {
-        match self.keys.get(key) {
-            _ if key.is_empty() => Ok(None),
-            None => Ok(None),
-            Some((_, Some(first))) if first != content => Err(KeyReused),
-            Some((done, _)) => Ok(Some(*done)),
-        }
+        replayed(self.keys.get(key), key, content)
     }
 
     pub fn counts(&self) -> &StoreCounts {
@@ -174,51 +196,68 @@ impl Store {
         &self.recent
     }
 
-    /// Stores the games not stored yet, durably, then logs `key`. Returns the answer, whether it
-    /// was a replay of `key` (then nothing is stored) and the number of samples stored.
-    pub fn ingest(
-        &mut self,
-        key: &str,
-        content: &str,
-        games: Vec<(GameRecord, Vec<SampleRecord>)>,
-    ) -> Result<Result<(Ingested, bool, u64), KeyReused>, CoordinatorError> {
-        // Checked again under the lock: a concurrent retry may have committed since the first look.
-        match self.replayed(key, content) {
-            Ok(Some(done)) => return Ok(Ok((done, true, 0))),
-            Ok(None) => {}
-            Err(reused) => return Ok(Err(reused)),
-        }
-        let mut fresh = Vec::with_capacity(games.len());
+    /// Stores the games of a group of requests that are not stored yet as one shard (one flush,
+    /// one fsync), then logs their keys in one fsynced append: concurrent submissions share the
+    /// cost of durability. Answers each request in order: its answer, whether it was a replay
+    /// of its key (then nothing of it is stored) and the number of its samples stored. Requests
+    /// of one group see each other as if they had come one after another. On an error no request
+    /// of the group is answered; games already stored are then found as duplicates on a retry.
+    pub fn ingest(&mut self, group: Vec<Submission>) -> Result<Vec<Stored>, CoordinatorError> {
+        let mut answers = Vec::with_capacity(group.len());
+        let mut fresh = Vec::new();
         let mut ids = HashSet::new();
-        let mut result = Ingested::default();
-        for (game, samples) in games {
-            if self.known.contains(&game.game_id) || !ids.insert(game.game_id) {
-                result.duplicates += 1;
-            } else {
-                fresh.push((game, samples));
+        // Keys of this group, answered as the log will answer them once it is written.
+        let mut logged: HashMap<String, (Ingested, Option<String>)> = HashMap::new();
+        let mut lines = Vec::new();
+        for Submission { key, content, games } in group {
+            // Checked again under the lock: a concurrent retry may have committed since the first look.
+            let seen = logged.get(&key).or_else(|| self.keys.get(&key));
+            match replayed(seen, &key, &content) {
+                Ok(Some(done)) => {
+                    answers.push(Ok((done, true, 0)));
+                    continue;
+                }
+                Ok(None) => {}
+                Err(reused) => {
+                    answers.push(Err(reused));
+                    continue;
+                }
             }
+            let mut result = Ingested::default();
+            let mut samples = 0;
+            for (game, game_samples) in games {
+                if self.known.contains(&game.game_id) || !ids.insert(game.game_id) {
+                    result.duplicates += 1;
+                } else {
+                    result.accepted += 1;
+                    samples += game_samples.len() as u64;
+                    fresh.push((game, game_samples));
+                }
+            }
+            if !key.is_empty() {
+                let line = KeyLine {
+                    key: key.clone(),
+                    accepted: result.accepted,
+                    duplicates: result.duplicates,
+                    content: Some(content.clone()),
+                };
+                serde_json::to_writer(&mut lines, &line).map_err(|e| CoordinatorError::Corrupt {
+                    path: KEY_LOG.into(),
+                    message: format!("cannot encode a key: {e}"),
+                })?;
+                lines.push(b'\n');
+                logged.insert(key, (result, Some(content)));
+            }
+            answers.push(Ok((result, false, samples)));
         }
-        result.accepted = fresh.len() as u32;
-        let samples = fresh.iter().map(|(_, s)| s.len() as u64).sum();
         if !fresh.is_empty() {
             self.write(&fresh)?;
         }
-        if !key.is_empty() {
-            let line = KeyLine {
-                key: key.to_string(),
-                accepted: result.accepted,
-                duplicates: result.duplicates,
-                content: Some(content.to_string()),
-            };
-            let mut text = serde_json::to_vec(&line).map_err(|e| CoordinatorError::Corrupt {
-                path: KEY_LOG.into(),
-                message: format!("cannot encode a key: {e}"),
-            })?;
-            text.push(b'\n');
-            self.key_log.write_all(&text).and_then(|()| self.key_log.sync_data()).at(&self.key_log_path)?;
-            self.keys.insert(key.to_string(), (result, Some(content.to_string())));
+        if !lines.is_empty() {
+            self.key_log.write_all(&lines).and_then(|()| self.key_log.sync_data()).at(&self.key_log_path)?;
+            self.keys.extend(logged);
         }
-        Ok(Ok((result, false, samples)))
+        Ok(answers)
     }
 
     /// Appends and flushes `games` as one shard; on failure no row of them stays buffered.
@@ -269,5 +308,60 @@ impl Store {
             writer.finish()?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+    use xqz_dataset::synthetic::{SyntheticConfig, random_game};
+
+    use super::*;
+
+    fn game(id: u128) -> (GameRecord, Vec<SampleRecord>) {
+        random_game(&mut rand::rngs::StdRng::seed_from_u64(id as u64), id, &SyntheticConfig::default())
+    }
+
+    fn submission(key: &str, games: &[&(GameRecord, Vec<SampleRecord>)]) -> Submission {
+        let content = content_digest(games.iter().map(|(g, _)| g.game_id.0.as_slice()));
+        Submission { key: key.into(), content, games: games.iter().map(|&g| g.clone()).collect() }
+    }
+
+    #[test]
+    fn a_group_is_one_shard_whose_requests_see_each_other_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let location = DatasetLocation::Local(dir.path().join("dataset"));
+        let mut store = Store::open(dir.path(), location.clone()).unwrap();
+        let (a, b, c) = (game(1), game(2), game(3));
+        let answers = store
+            .ingest(vec![
+                submission("k1", &[&a, &b]),
+                // b was stored by the request before.
+                submission("k2", &[&b, &c]),
+                // A retry of k1 in the same group is a replay.
+                submission("k1", &[&a, &b]),
+                // k1 with other games is refused.
+                submission("k1", &[&c]),
+                // Without a key, nothing is logged; c is a duplicate.
+                submission("", &[&c]),
+            ])
+            .unwrap();
+        let samples = |g: &(GameRecord, Vec<SampleRecord>)| g.1.len() as u64;
+        let answer = |accepted, duplicates| Ingested { accepted, duplicates };
+        assert_eq!(answers[0].as_ref().unwrap(), &(answer(2, 0), false, samples(&a) + samples(&b)));
+        assert_eq!(answers[1].as_ref().unwrap(), &(answer(1, 1), false, samples(&c)));
+        assert_eq!(answers[2].as_ref().unwrap(), &(answer(2, 0), true, 0));
+        assert!(answers[3].is_err());
+        assert_eq!(answers[4].as_ref().unwrap(), &(answer(0, 1), false, 0));
+        store.close().unwrap();
+
+        let dataset = Dataset::open_at(location.clone()).unwrap();
+        assert_eq!(dataset.shards().len(), 1, "one group, one shard");
+        assert_eq!(dataset.games().unwrap().len(), 3);
+        // The keys are durable: after a restart, k2 replays and k1 still refuses other games.
+        let store = Store::open(dir.path(), location).unwrap();
+        let k2 = submission("k2", &[&b, &c]).content;
+        assert_eq!(store.replayed("k2", &k2).unwrap(), Some(answer(1, 1)));
+        assert!(store.replayed("k1", &k2).is_err());
     }
 }

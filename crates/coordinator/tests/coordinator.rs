@@ -2,8 +2,9 @@
 
 use std::future::Future;
 use std::path::Path;
-use std::sync::LazyLock;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use tokio::sync::oneshot;
@@ -17,6 +18,8 @@ use xqz_mcts::{MaterialEvaluator, SelfPlayConfig, self_play};
 use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::*;
+use xqz_worker::WorkerMetrics;
+use xqz_worker::remote::{ModelHost, RemoteConfig, Session};
 
 type AddToken = Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> + Send>;
 type Client = CoordinatorClient<InterceptedService<Channel, AddToken>>;
@@ -267,28 +270,33 @@ async fn invalid_games_reject_the_whole_batch() {
     assert_eq!(stored(dir.path()).len(), 1);
 }
 
+/// A worker's settings for `server`: one thread, one game at a time, batches of one game.
+fn worker_config(server: &Server, dir: &Path, max_games: u64, metrics: WorkerMetrics) -> RemoteConfig {
+    RemoteConfig {
+        coordinator: format!("http://{}", server.running.addr()),
+        token: Some(TOKEN.into()),
+        tls: None,
+        dir: dir.join("worker"),
+        name: "box".into(),
+        threads: 1,
+        games_per_thread: 1,
+        max_games: Some(max_games),
+        batch_games: 1,
+        batch_interval: Duration::from_secs(1),
+        heartbeat_interval: Duration::from_secs(1),
+        drain: Duration::from_secs(1),
+        metrics,
+    }
+}
+
 #[tokio::test]
 async fn a_worker_searches_as_the_coordinator_says() {
     let dir = tempfile::tempdir().unwrap();
     let settings =
         PlaySettings { mate_moves: 1, playouts: 24, policy_target: xqz_mcts::PolicyTarget::QSoftmax, ..short() };
     let server = Server::start(dir.path(), settings).await;
-    let session = xqz_worker::remote::Session::connect(xqz_worker::remote::RemoteConfig {
-        coordinator: format!("http://{}", server.running.addr()),
-        token: Some(TOKEN.into()),
-        tls: None,
-        dir: dir.path().join("worker"),
-        name: "box".into(),
-        threads: 1,
-        games_per_thread: 1,
-        max_games: Some(0),
-        batch_games: 1,
-        batch_interval: std::time::Duration::from_secs(1),
-        heartbeat_interval: std::time::Duration::from_secs(1),
-        drain: std::time::Duration::from_secs(1),
-    })
-    .await
-    .unwrap();
+    let config = worker_config(&server, dir.path(), 0, WorkerMetrics::default());
+    let session = Session::connect(config).await.unwrap();
     let config = session.self_play_config();
     assert_eq!(config.settings_version, 1);
     assert_eq!(
@@ -296,6 +304,47 @@ async fn a_worker_searches_as_the_coordinator_says() {
         (1, 24, xqz_mcts::PolicyTarget::QSoftmax)
     );
     assert_eq!(config.game.max_plies, Some(2));
+    server.stop().await;
+}
+
+/// Plays with a material count; no model is ever installed.
+struct MaterialHost;
+
+impl ModelHost for MaterialHost {
+    type Evaluator = MaterialEvaluator;
+
+    fn evaluator(&self) -> MaterialEvaluator {
+        MaterialEvaluator
+    }
+
+    fn install(&self, _: &Path) -> Result<(), xqz_worker::remote::InstallError> {
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_counts_its_games_moves_evaluations_and_uploads_in_its_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), short()).await;
+    let mut registry = xqz_metrics::Registry::default();
+    let metrics = WorkerMetrics::register(&mut registry);
+    let session = Session::connect(worker_config(&server, dir.path(), 3, metrics)).await.unwrap();
+    let uploaded = session.run(Arc::new(MaterialHost), 0, std::future::pending()).await.unwrap();
+    assert_eq!(uploaded, 3);
+    let text = xqz_metrics::render(&registry);
+    let value = |name: &str| -> f64 {
+        let line =
+            text.lines().find(|l| l.split(' ').next() == Some(name)).unwrap_or_else(|| panic!("{name} in {text}"));
+        line[name.len() + 1..].parse().unwrap()
+    };
+    assert_eq!(value("xqz_worker_games_total"), 3.0);
+    // The settings cap games at 2 plies.
+    assert_eq!(value("xqz_worker_moves_total"), 6.0);
+    assert_eq!(value("xqz_worker_games_uploaded_total"), 3.0);
+    assert_eq!(value("xqz_worker_batches_rejected_total"), 0.0);
+    assert_eq!(value("xqz_worker_model_version"), 0.0);
+    let (evaluations, calls) = (value("xqz_worker_evaluations_total"), value("xqz_worker_evaluator_calls_total"));
+    assert!(calls > 0.0 && evaluations >= calls, "{evaluations} evaluations in {calls} calls");
     server.stop().await;
 }
 
@@ -548,7 +597,13 @@ async fn metrics_endpoint_answers_get() {
     let mut text = String::new();
     with_timeout(conn.read_to_string(&mut text)).await.unwrap();
     assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
-    for name in ["xqz_games_accepted_total 0", "xqz_workers_alive 0", "xqz_ingest_latency_seconds_count 0"] {
+    for name in [
+        "xqz_games_accepted_total 0\n",
+        "xqz_workers_alive 0\n",
+        "xqz_model_version 0\n",
+        "xqz_ingest_latency_seconds_count 0\n",
+        "# EOF\n",
+    ] {
         assert!(text.contains(name), "{name} missing in {text}");
     }
     stop.send(()).unwrap();
@@ -758,4 +813,33 @@ async fn without_a_token_or_run_folder_the_dashboard_is_open_and_says_what_it_la
     let strength: Strength = http_json(http, "/api/strength", None).await;
     assert!(!training.available && training.points.is_empty() && !strength.available);
     server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_submissions_are_each_stored_once_in_shared_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(dir.path(), short()).await;
+    let mut tasks = Vec::new();
+    for w in 0..8u8 {
+        let mut client = server.client(Some(TOKEN)).await;
+        tasks.push(tokio::spawn(async move {
+            for b in 0..4u8 {
+                let first = 1 + 8 * w + 2 * b * 32;
+                let games = vec![draw(first), draw(first + 1)];
+                let answer = client.submit_games(batch(&format!("w{w}-b{b}"), games)).await.unwrap().into_inner();
+                assert_eq!((answer.accepted, answer.duplicates), (2, 0), "w{w} b{b}");
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    server.stop().await;
+    let mut ids = stored(dir.path());
+    let shards = Dataset::open(dir.path().join("dataset")).unwrap().shards().len();
+    assert_eq!(ids.len(), 64);
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 64, "a game stored twice");
+    assert!((1..=32).contains(&shards), "{shards} shards for 32 requests");
 }

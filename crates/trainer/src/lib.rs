@@ -27,6 +27,8 @@
 #[cfg(feature = "torch")]
 mod data;
 #[cfg(feature = "torch")]
+mod metrics;
+#[cfg(feature = "torch")]
 mod publish;
 #[cfg(feature = "torch")]
 mod run;
@@ -34,6 +36,8 @@ mod settings;
 
 #[cfg(feature = "torch")]
 pub use data::{DataError, Targets, TrainingData};
+#[cfg(feature = "torch")]
+pub use metrics::TrainerMetrics;
 #[cfg(feature = "torch")]
 pub use publish::{GrpcPublisher, PublishError};
 #[cfg(feature = "torch")]

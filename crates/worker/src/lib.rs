@@ -17,10 +17,12 @@
 
 mod backoff;
 mod local;
+mod metrics;
 mod record;
 pub mod remote;
 pub mod spool;
 
 pub use backoff::Backoff;
 pub use local::{LocalReport, LocalSelfPlay, WorkerError, play_into};
+pub use metrics::WorkerMetrics;
 pub use record::to_records;

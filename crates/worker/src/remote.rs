@@ -45,6 +45,7 @@ use xqz_proto::v1::{
 use xqz_proto::wire::{WireError, settings_from_wire};
 
 use crate::backoff::Backoff;
+use crate::metrics::WorkerMetrics;
 use crate::spool::{Spool, SpoolError};
 
 /// How long a stopping worker keeps trying to upload its finished games.
@@ -80,6 +81,8 @@ pub struct RemoteConfig {
     pub heartbeat_interval: Duration,
     /// On shutdown, how long games in progress may take to finish before they are dropped.
     pub drain: Duration,
+    /// What the worker counts (its games, moves, evaluations, uploads, model version).
+    pub metrics: WorkerMetrics,
 }
 
 /// The network a worker plays with, replaceable while games are in progress.
@@ -290,6 +293,8 @@ impl Session {
         }
         let spool = Arc::new(Mutex::new(spool));
         let version = Arc::new(AtomicU64::new(model_version));
+        let metrics = self.config.metrics.clone();
+        metrics.playing(model_version);
         let finished = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
 
@@ -299,8 +304,10 @@ impl Session {
             let live = live.clone();
             let worker_id = self.worker_id.clone();
             let games = self.config.max_games.unwrap_or(u64::MAX);
+            let metrics = metrics.clone();
             tokio::task::spawn_blocking(move || {
-                self_play_live(&live, host.evaluator(), games, &stop, |game| {
+                self_play_live(&live, metrics.counting(host.evaluator()), games, &stop, |game| {
+                    metrics.game_finished(game.plies.len());
                     let played_by = version.load(Ordering::SeqCst);
                     match crate::record::to_records(&game, played_by, &worker_id) {
                         Ok((record, samples)) => {
@@ -321,6 +328,7 @@ impl Session {
             self.config.dir.clone(),
             spool,
             spooled_rx,
+            metrics,
         ));
         let watcher =
             tokio::spawn(watch_models(self.client.clone(), self.config.clone(), host, version.clone(), live.clone()));
@@ -468,6 +476,7 @@ async fn upload(
     dir: PathBuf,
     spool: Arc<Mutex<Spool>>,
     mut spooled: mpsc::UnboundedReceiver<()>,
+    metrics: WorkerMetrics,
 ) -> Result<u64, RemoteError> {
     let mut backoff = Backoff::default();
     let mut batcher_done = false;
@@ -488,6 +497,7 @@ async fn upload(
                 backoff.reset();
                 with_spool(&spool, move |s| s.remove(&key)).await?;
                 uploaded += games;
+                metrics.uploaded(games);
                 let how = if answer.replayed_batch { " (already had the batch)" } else { "" };
                 eprintln!(
                     "worker: uploaded {games} games: {} accepted, {} duplicates{how}",
@@ -500,6 +510,7 @@ async fn upload(
                     wait(&mut backoff).await;
                 }
                 Failure::Rejected => {
+                    metrics.rejected();
                     let dir = dir.join("rejected");
                     let message = format!("{:?}: {}\n", status.code(), status.message());
                     eprintln!("worker: batch {key} rejected, kept in {}: {message}", dir.display());
@@ -575,6 +586,7 @@ async fn watch_models<H: ModelHost>(
                             match install(&client, &cache, &host, &model).await {
                                 Ok(()) => {
                                     version.store(model.version, Ordering::SeqCst);
+                                    config.metrics.playing(model.version);
                                     backoff.reset();
                                     eprintln!("worker: now playing with model v{}", model.version);
                                 }
