@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use xiangqi::game::{Game, GameConfig, Outcome};
 use xiangqi::{Color, Move, Position};
-use xqz_mcts::game_seed;
+use xqz_mcts::{OpeningSuite, game_seed};
 
 use crate::MatchResult;
 use crate::player::{Forfeit, Player, PlayerError, play_game};
@@ -34,29 +34,13 @@ pub enum Openings {
 }
 
 impl Openings {
-    /// Reads an opening suite: one FEN per line (EPD-style: anything after a `;` is ignored),
-    /// blank lines and `#` comments skipped.
+    /// Reads an opening suite ([`OpeningSuite::parse`]: one FEN per line, EPD-style).
     ///
     /// # Errors
     /// The first line that is not a valid position, with its number.
     pub fn parse_suite(text: &str) -> Result<Openings, String> {
-        let mut positions = Vec::new();
-        for (n, line) in text.lines().enumerate() {
-            let fen = line.split(';').next().unwrap_or("").trim();
-            if fen.is_empty() || fen.starts_with('#') {
-                continue;
-            }
-            let position = Position::from_fen(fen).map_err(|e| format!("line {}: {e}", n + 1))?;
-            let probe = Game::from_position(position.clone(), GameConfig::default());
-            if probe.outcome().is_over() {
-                return Err(format!("line {}: the game is already over in {fen}", n + 1));
-            }
-            positions.push(position);
-        }
-        if positions.is_empty() {
-            return Err("the suite has no positions".into());
-        }
-        Ok(Openings::Suite(positions))
+        let suite = OpeningSuite::parse(text).map_err(|e| e.to_string())?;
+        Ok(Openings::Suite(suite.positions().to_vec()))
     }
 
     /// The start of pair `pair` under `config`.

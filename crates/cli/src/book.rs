@@ -1,8 +1,8 @@
 //! `xqz book`: build opening books from datasets or grow them by search, probe and export them.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
-use std::path::PathBuf;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -10,6 +10,7 @@ use clap::Subcommand;
 use xiangqi::notation::Chinese;
 use xiangqi::{Position, START_FEN};
 use xqz_book::{Book, BookBuilder, BuildConfig, HtmlConfig, SuiteConfig};
+use xqz_mcts::OpeningSuite;
 
 #[derive(Subcommand)]
 pub enum BookCommand {
@@ -103,6 +104,40 @@ pub enum ExportFormat {
     /// Static pages, one per position (`index.html` the start position): the board as SVG, the
     /// moves in Chinese notation with W/D/L bars, values, priors and openings, linked.
     Html,
+}
+
+/// Largest opening suite file read (an EPD line is about 100 bytes; the suite holds at most
+/// [`OpeningSuite::MAX_POSITIONS`]).
+const MAX_SUITE_BYTES: u64 = 32 << 20;
+
+/// The opening suite in `path`: an EPD suite (one FEN per line), or a book (SQLite) whose suite
+/// is drawn as `xqz book export --format epd` draws it with its default options.
+pub fn load_suite(path: &Path) -> Result<OpeningSuite> {
+    let read = || format!("reading the opening suite {}", path.display());
+    let mut head = Vec::with_capacity(16);
+    std::fs::File::open(path).and_then(|f| f.take(16).read_to_end(&mut head)).with_context(read)?;
+    let suite = if head == b"SQLite format 3\0" {
+        let config = SuiteConfig::default();
+        let entries = Book::open(path)?.suite(config)?;
+        anyhow::ensure!(
+            !entries.is_empty(),
+            "{}: no position of the book at ply {} has {} games or more with a score within {} of 50%",
+            path.display(),
+            config.ply,
+            config.min_games,
+            config.balance
+        );
+        OpeningSuite::from_fens(entries.iter().map(|e| e.fen.as_str()))
+    } else {
+        let size = std::fs::metadata(path).with_context(read)?.len();
+        anyhow::ensure!(
+            size <= MAX_SUITE_BYTES,
+            "{}: {size} bytes, more than an opening suite may have ({MAX_SUITE_BYTES})",
+            path.display()
+        );
+        OpeningSuite::parse(&std::fs::read_to_string(path).with_context(read)?)
+    };
+    suite.map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 pub fn run(command: BookCommand) -> Result<()> {

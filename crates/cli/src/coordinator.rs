@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args};
@@ -53,6 +54,11 @@ pub struct CoordinatorArgs {
     /// settings.toml; flags given on the command line override it.
     #[arg(long)]
     settings: Option<PathBuf>,
+    /// The opening suite that --opening-share of games start from (the only starts besides the
+    /// standard one that games may have): an EPD file, one FEN per line, at most 100,000, or a
+    /// book (.sqlite) whose `xqz book export --format epd` suite is taken.
+    #[arg(long)]
+    openings: Option<PathBuf>,
     /// Once serving, write `{"listen": ADDR, "metrics": ADDR or null}` to this file (for programs
     /// that start the coordinator).
     #[arg(long)]
@@ -121,6 +127,7 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     // Checked by `serve`, before it binds.
     config.settings = SettingsFile::role(args.settings.as_deref(), |f| f.play, &args.play, given)?;
     config.schedule = SettingsFile::role(args.settings.as_deref(), |f| f.schedule, &args.schedule, given)?;
+    config.openings = args.openings.as_deref().map(crate::book::load_suite).transpose()?.map(Arc::new);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     runtime.block_on(async {
         let running = xqz_coordinator::serve(config, stop_signal()).await.with_context(|| {

@@ -63,6 +63,10 @@ pub struct RunArgs {
     /// the file) instead of refusing.
     #[arg(long = "override")]
     override_settings: bool,
+    /// The opening suite that --opening-share of games start from (an EPD file or a book; see
+    /// `xqz coordinator --openings`), handed to the coordinator.
+    #[arg(long)]
+    openings: Option<PathBuf>,
     #[command(flatten)]
     play: PlaySettings,
     #[command(flatten)]
@@ -201,6 +205,14 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         args.match_share
     );
     let (settings, overridden, write) = run_settings(args, given, &settings_path)?;
+    match &args.openings {
+        Some(path) => drop(crate::book::load_suite(path)?),
+        None => anyhow::ensure!(
+            settings.play.opening_share == 0.0,
+            "opening_share = {} needs an opening suite: give one with --openings FILE",
+            settings.play.opening_share
+        ),
+    }
     for sub in ["coordinator", "trainer", "logs"] {
         std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("create {}", dir.join(sub).display()))?;
     }
@@ -242,6 +254,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         ]
         .into_iter()
         .chain(shown_off_loopback.then(|| "--insecure".into()))
+        .chain(args.openings.iter().flat_map(|path| ["--openings".into(), path.display().to_string()]))
         .collect::<Vec<String>>(),
         &logs.join("coordinator.log"),
     )?;

@@ -61,6 +61,10 @@ pub struct SelfPlayArgs {
     /// Seed of the run (game i plays with a seed derived from it).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// The opening suite that --opening-share of games start from (an EPD file or a book; see
+    /// `xqz coordinator --openings`).
+    #[arg(long)]
+    openings: Option<PathBuf>,
     #[command(flatten)]
     play: PlaySettings,
     #[command(flatten)]
@@ -91,7 +95,15 @@ pub fn parse_temperature(text: &str) -> Result<f32, String> {
 
 pub fn run(args: &SelfPlayArgs) -> Result<()> {
     args.play.validate()?;
-    let config = args.play.self_play_config(args.threads, args.games_per_thread, args.seed);
+    anyhow::ensure!(
+        args.play.opening_share == 0.0 || args.openings.is_some(),
+        "--opening-share {} needs an opening suite: give one with --openings FILE",
+        args.play.opening_share
+    );
+    let config = xqz_mcts::SelfPlayConfig {
+        openings: args.openings.as_deref().map(crate::book::load_suite).transpose()?.map(std::sync::Arc::new),
+        ..args.play.self_play_config(args.threads, args.games_per_thread, args.seed)
+    };
     let network = load_network(&args.source, &args.device)?;
     let bar = ProgressBar::new(args.games);
     bar.set_style(

@@ -153,6 +153,16 @@ mod tests {
     }
 
     #[test]
+    fn the_opening_share_is_a_flag_and_a_key_of_the_play_section() {
+        let (flags, matches) = parse(&["--opening-share", "0.25"]);
+        let (play, changes) = override_with(&PlaySettings::default(), &flags.play, &matches).unwrap();
+        assert_eq!(play.opening_share, 0.25);
+        assert!(changes[0].to_string().starts_with("--opening-share 0.25 (was opening_share = 0"), "{}", changes[0]);
+        let file: SettingsFile = toml::from_str("[play]\nopening_share = 0.5\n").unwrap();
+        assert_eq!(file.play, PlaySettings { opening_share: 0.5, ..Default::default() });
+    }
+
+    #[test]
     fn the_cluster_deployment_settings_are_a_valid_settings_file() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/k8s/base/settings.toml");
         let file = SettingsFile::load(&path).unwrap();

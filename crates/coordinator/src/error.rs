@@ -37,6 +37,12 @@ pub enum CoordinatorError {
     /// The play settings are out of range.
     #[error(transparent)]
     Settings(#[from] xqz_mcts::SettingsError),
+    /// Games are to start from an opening suite, but none was given.
+    #[error("play setting opening_share = {share} needs an opening suite (--openings FILE), and none was given")]
+    NoOpenings {
+        /// The share asked for.
+        share: f64,
+    },
     /// A background task panicked or was cancelled.
     #[error("background task: {0}")]
     Task(#[from] tokio::task::JoinError),

@@ -34,7 +34,7 @@ use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic::{Request, Status};
 use xqz_dataset::DatasetLocation;
-use xqz_mcts::{PlaySchedule, PlaySettings};
+use xqz_mcts::{OpeningSuite, PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_server::CoordinatorServer;
 
 pub use error::CoordinatorError;
@@ -113,6 +113,9 @@ pub struct CoordinatorConfig {
     pub settings: PlaySettings,
     /// How the settings change with each published model.
     pub schedule: PlaySchedule,
+    /// The opening suite that `settings.opening_share` of games start from, handed to workers
+    /// as they register; the only starts besides the standard one that games may have.
+    pub openings: Option<Arc<OpeningSuite>>,
     /// Request size limits.
     pub limits: Limits,
 }
@@ -131,6 +134,7 @@ impl CoordinatorConfig {
             tls: None,
             settings: PlaySettings::default(),
             schedule: PlaySchedule::default(),
+            openings: None,
             limits: Limits::default(),
         }
     }
@@ -219,6 +223,9 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Running, CoordinatorError> {
     config.settings.validate()?;
+    if config.settings.opening_share > 0.0 && config.openings.is_none() {
+        return Err(CoordinatorError::NoOpenings { share: config.settings.opening_share });
+    }
     let data = config.data_dir.clone();
     let dataset = config.dataset.clone().unwrap_or_else(|| DatasetLocation::Local(data.join("dataset")));
     let (settings, schedule) = (config.settings.clone(), config.schedule);
@@ -230,7 +237,7 @@ pub async fn serve(
         Ok::<_, CoordinatorError>((history, Store::open(&data, dataset)?, registry, ids))
     })
     .await??;
-    let state = Arc::new(State::new(history, config.limits.clone(), store, registry, ids));
+    let state = Arc::new(State::new(history, config.openings.clone(), config.limits.clone(), store, registry, ids));
     let listener = TcpListener::bind(config.listen).await.at(config.listen.to_string())?;
     let addr = listener.local_addr().at(config.listen.to_string())?;
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -11,6 +11,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status, Streaming};
+use xqz_mcts::OpeningSuite;
 use xqz_proto::v1::coordinator_server::Coordinator;
 use xqz_proto::v1::publish_model_chunk::Part;
 use xqz_proto::v1::*;
@@ -64,6 +65,9 @@ pub(crate) struct State {
     /// Written only when a published model changes the settings, under the same lock as the
     /// publication, so that no announcement of the model goes out with the settings before it.
     pub settings: RwLock<SettingsHistory>,
+    /// The opening suite, and its wire form that Register hands out (built once: it may be
+    /// megabytes).
+    openings: Option<(Arc<OpeningSuite>, xqz_proto::v1::OpeningSuite)>,
     pub limits: Limits,
     pub store: Mutex<Store>,
     pub registry: Registry,
@@ -92,6 +96,7 @@ pub(crate) fn now_ms() -> i64 {
 impl State {
     pub fn new(
         settings: SettingsHistory,
+        openings: Option<Arc<OpeningSuite>>,
         limits: Limits,
         store: Store,
         registry: Registry,
@@ -99,6 +104,10 @@ impl State {
     ) -> State {
         State {
             settings: RwLock::new(settings),
+            openings: openings.map(|suite| {
+                let wire = xqz_proto::wire::suite_to_wire(&suite);
+                (suite, wire)
+            }),
             limits,
             store: Mutex::new(store),
             registry,
@@ -271,11 +280,12 @@ impl CoordinatorService {
                 Err(KeyReused) => return Ok(Err(Err(KeyReused))),
             }
             let latest = checker.registry.latest_version();
+            let openings = checker.openings.as_ref().map(|(suite, _)| &**suite);
             let records = req
                 .games
                 .iter()
                 .enumerate()
-                .map(|(i, g)| validate_game(i, g, &read(&checker.settings), latest, &req.worker_id))
+                .map(|(i, g)| validate_game(i, g, &read(&checker.settings), openings, latest, &req.worker_id))
                 .collect::<Result<Vec<_>, String>>();
             records.map(|r| Ok((content, r)))
         })
@@ -328,6 +338,7 @@ impl Coordinator for CoordinatorService {
             worker_id,
             current_model: self.state.registry.latest().map(|m| self.announce(m)),
             settings: Some(self.settings()),
+            openings: self.state.openings.as_ref().map(|(_, wire)| wire.clone()),
         }))
     }
 

@@ -4,7 +4,7 @@
 use xiangqi::game::{Game, Outcome};
 use xiangqi::{Color, Move, Position};
 use xqz_dataset::{GameId, GameRecord, GameResult, PlySearch, PolicyEntry, SampleRecord};
-use xqz_mcts::PlaySettings;
+use xqz_mcts::{OpeningSuite, PlaySettings};
 use xqz_proto::v1::GameSubmission;
 
 use crate::settings::SettingsHistory;
@@ -126,12 +126,14 @@ fn check_times(start: i64, end: i64, now: i64) -> Result<(), String> {
 }
 
 /// Replays `sub` under the settings version it names (0: the version in force) and returns its
-/// records; the error names the game (by index and hex id) and the problem. `latest_model` is the
-/// newest published version (0 if none).
+/// records; the error names the game (by index and hex id) and the problem. A game starts from
+/// the standard start or, if its settings start games from `openings`, one of the suite's
+/// positions. `latest_model` is the newest published version (0 if none).
 pub(crate) fn validate_game(
     index: usize,
     sub: &GameSubmission,
     history: &SettingsHistory,
+    openings: Option<&OpeningSuite>,
     latest_model: u64,
     worker_id: &str,
 ) -> Result<(GameRecord, Vec<SampleRecord>), String> {
@@ -160,9 +162,28 @@ pub(crate) fn validate_game(
     })?;
     let start =
         Position::from_fen(&sub.start_fen).map_err(|e| fail(format!("bad FEN {}: {e}", quote(&sub.start_fen))))?;
-    // Self-play starts from the standard position; any other start is a claim nobody can check.
+    // Self-play starts from the standard position or the suite's; any other start is a claim
+    // nobody can check.
     if start.to_string() != xiangqi::START_FEN {
-        return Err(fail(format!("starts from {}, not the standard start position", quote(&sub.start_fen))));
+        let suite = openings.filter(|suite| suite.contains(&start));
+        match suite {
+            Some(_) if settings.opening_share > 0.0 => {}
+            Some(suite) => {
+                return Err(fail(format!(
+                    "starts from {}, a position of opening suite {:016x}, but under settings version \
+                     {settings_version} no game starts from it (opening_share 0)",
+                    quote(&sub.start_fen),
+                    suite.id()
+                )));
+            }
+            None => {
+                let besides = openings.map_or(String::new(), |s| format!(" nor one of opening suite {:016x}", s.id()));
+                return Err(fail(format!(
+                    "starts from {}, not the standard start position{besides}",
+                    quote(&sub.start_fen)
+                )));
+            }
+        }
     }
     let mut game = Game::from_position(start, settings.game_config());
     let mut searches = Vec::with_capacity(sub.moves.len());
@@ -254,29 +275,62 @@ mod tests {
 
     #[test]
     fn accepts_a_complete_game_and_rejects_tampering() {
-        let (record, samples) = validate_game(0, &two_move_draw(), &settings(), 0, "w").unwrap();
+        let (record, samples) = validate_game(0, &two_move_draw(), &settings(), None, 0, "w").unwrap();
         assert_eq!((record.moves.len(), samples.len(), record.reason.as_str()), (2, 2, "max_length"));
 
         let mut sub = two_move_draw();
         sub.result = "red".into();
-        assert!(validate_game(3, &sub, &settings(), 0, "w").unwrap_err().contains("game #3 (0707"));
+        assert!(validate_game(3, &sub, &settings(), None, 0, "w").unwrap_err().contains("game #3 (0707"));
 
         let mut sub = two_move_draw();
         sub.moves.push(code("a0a1"));
         sub.plies.push(sub.plies[0].clone());
-        assert!(validate_game(0, &sub, &settings(), 0, "w").unwrap_err().contains("after the game ended"));
+        assert!(validate_game(0, &sub, &settings(), None, 0, "w").unwrap_err().contains("after the game ended"));
 
         let mut sub = two_move_draw();
         sub.plies[1].root_wdl.pop();
-        assert!(validate_game(0, &sub, &settings(), 0, "w").unwrap_err().contains("root_wdl"));
+        assert!(validate_game(0, &sub, &settings(), None, 0, "w").unwrap_err().contains("root_wdl"));
 
         let mut sub = two_move_draw();
         sub.game_id.pop();
-        assert!(validate_game(0, &sub, &settings(), 0, "w").unwrap_err().contains("15 bytes"));
+        assert!(validate_game(0, &sub, &settings(), None, 0, "w").unwrap_err().contains("15 bytes"));
 
         let mut sub = two_move_draw();
         sub.start_fen = "nonsense".into();
-        assert!(validate_game(0, &sub, &settings(), 0, "w").unwrap_err().contains("bad FEN"));
+        assert!(validate_game(0, &sub, &settings(), None, 0, "w").unwrap_err().contains("bad FEN"));
+    }
+
+    /// The position after 1. h2e2 (a central cannon), Black to move.
+    const CANNON: &str = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR b - - 1 1";
+
+    #[test]
+    fn a_game_may_start_from_the_opening_suite_only_when_its_settings_say_so() {
+        let suite = OpeningSuite::parse(CANNON).unwrap();
+        let sharing =
+            SettingsHistory::single(PlaySettings { max_plies: 2, opening_share: 0.5, ..PlaySettings::default() });
+        let mut sub = game_of(&["h9g7", "h0g2"]);
+        sub.start_fen = CANNON.into();
+        let (record, samples) = validate_game(0, &sub, &sharing, Some(&suite), 0, "w").unwrap();
+        assert_eq!((record.start_fen.as_str(), record.moves.len(), samples.len()), (CANNON, 2, 2));
+
+        let error = validate_game(0, &sub, &settings(), Some(&suite), 0, "w").unwrap_err();
+        assert!(error.contains("opening_share 0"), "{error}");
+        let error = validate_game(0, &sub, &sharing, None, 0, "w").unwrap_err();
+        assert!(error.contains("not the standard start position"), "{error}");
+
+        // Another non-standard start, even one move on from the suite's, is nobody's claim to make.
+        let mut sub = game_of(&["h0g2", "h7h0"]);
+        sub.start_fen = "rnbakab1r/9/1c4nc1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR w - - 2 2".into();
+        let error = validate_game(0, &sub, &sharing, Some(&suite), 0, "w").unwrap_err();
+        assert!(
+            error.contains(&format!("not the standard start position nor one of opening suite {:016x}", suite.id())),
+            "{error}"
+        );
+
+        // Suite games are replayed move by move like any other.
+        let mut sub = game_of(&["h9g7", "h0h5"]);
+        sub.start_fen = CANNON.into();
+        assert!(validate_game(0, &sub, &sharing, Some(&suite), 0, "w").is_err());
     }
 
     /// `moves` end in a draw by `draw` under `rules` and in a Red win by `win` under `adjudicating`;
@@ -285,15 +339,15 @@ mod tests {
         let (rules, adjudicating) = (&SettingsHistory::single(rules), &SettingsHistory::single(adjudicating));
         let mut sub = game_of(moves);
         sub.reason = draw.into();
-        let (record, _) = validate_game(0, &sub, rules, 0, "w").unwrap();
+        let (record, _) = validate_game(0, &sub, rules, None, 0, "w").unwrap();
         assert_eq!((record.result, record.reason.as_str()), (GameResult::Draw, draw));
-        assert!(validate_game(0, &sub, adjudicating, 0, "w").unwrap_err().contains(win));
+        assert!(validate_game(0, &sub, adjudicating, None, 0, "w").unwrap_err().contains(win));
         (sub.result, sub.reason) = ("red".into(), win.into());
-        let (record, samples) = validate_game(0, &sub, adjudicating, 0, "w").unwrap();
+        let (record, samples) = validate_game(0, &sub, adjudicating, None, 0, "w").unwrap();
         assert_eq!((record.result, record.reason.as_str()), (GameResult::RedWin, win));
         let results: Vec<i8> = samples.iter().map(|s| s.result).collect();
         assert_eq!(results, (0..moves.len()).map(|i| if i % 2 == 0 { 1 } else { -1 }).collect::<Vec<i8>>());
-        assert!(validate_game(0, &sub, rules, 0, "w").unwrap_err().contains(draw));
+        assert!(validate_game(0, &sub, rules, None, 0, "w").unwrap_err().contains(draw));
     }
 
     #[test]
@@ -321,29 +375,29 @@ mod tests {
         for max_plies in [300, 0] {
             let long = &SettingsHistory::single(PlaySettings { max_plies, ..PlaySettings::default() });
             let mut sub = resigned_game();
-            let (record, _) = validate_game(0, &sub, long, 0, "w").unwrap();
+            let (record, _) = validate_game(0, &sub, long, None, 0, "w").unwrap();
             assert_eq!((record.result, record.reason.as_str()), (GameResult::BlackWin, "resignation"));
             sub.result = "draw".into();
-            assert!(validate_game(0, &sub, long, 0, "w").unwrap_err().contains("not over"));
+            assert!(validate_game(0, &sub, long, None, 0, "w").unwrap_err().contains("not over"));
         }
     }
 
     #[test]
     fn a_resignation_is_only_what_self_play_would_have_done() {
         let settings = &SettingsHistory::single(PlaySettings::default());
-        validate_game(0, &resigned_game(), settings, 0, "w").unwrap();
+        validate_game(0, &resigned_game(), settings, None, 0, "w").unwrap();
         // The side to move cannot claim that its opponent resigned.
         let mut sub = resigned_game();
         sub.result = "red".into();
-        assert!(validate_game(0, &sub, settings, 0, "w").unwrap_err().contains("only the side to move resigns"));
+        assert!(validate_game(0, &sub, settings, None, 0, "w").unwrap_err().contains("only the side to move resigns"));
         // A side that did not see itself lost does not resign.
         let mut sub = resigned_game();
         sub.plies[2].root_wdl = vec![0.2, 0.3, 0.5];
-        let error = validate_game(0, &sub, settings, 0, "w").unwrap_err();
+        let error = validate_game(0, &sub, settings, None, 0, "w").unwrap_err();
         assert!(error.contains("red resigned") && error.contains("below -0.9"), "{error}");
         // Nor where resigning is off.
         let off = &SettingsHistory::single(PlaySettings { resign: false, ..PlaySettings::default() });
-        assert!(validate_game(0, &resigned_game(), off, 0, "w").unwrap_err().contains("resigning is off"));
+        assert!(validate_game(0, &resigned_game(), off, None, 0, "w").unwrap_err().contains("resigning is off"));
     }
 
     #[test]
@@ -352,19 +406,21 @@ mod tests {
         for wdl in [vec![-5.0, 7.0, -1.0], vec![3e38, -3e38, 1.0], vec![0.5, 0.5, 0.5], vec![f32::NAN, 0.5, 0.5]] {
             let mut sub = two_move_draw();
             sub.plies[1].root_wdl = wdl.clone();
-            let error = validate_game(0, &sub, settings, 0, "w").unwrap_err();
+            let error = validate_game(0, &sub, settings, None, 0, "w").unwrap_err();
             assert!(error.contains("ply 1: root_wdl") && error.contains("win/draw/loss"), "{wdl:?}: {error}");
         }
         let mut sub = two_move_draw();
         sub.start_fen = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABN1 w - - 0 1".into();
-        assert!(validate_game(0, &sub, settings, 0, "w").unwrap_err().contains("not the standard start position"));
+        assert!(
+            validate_game(0, &sub, settings, None, 0, "w").unwrap_err().contains("not the standard start position")
+        );
         let mut sub = two_move_draw();
         sub.start_fen = "x".repeat(100_000);
-        let error = validate_game(0, &sub, settings, 0, "w").unwrap_err();
+        let error = validate_game(0, &sub, settings, None, 0, "w").unwrap_err();
         assert!(error.len() < 300 && error.contains("(100000 bytes)"), "{} bytes: {}", error.len(), &error[..100]);
         let mut sub = two_move_draw();
         sub.result = "y".repeat(5000);
-        assert!(validate_game(0, &sub, settings, 0, "w").unwrap_err().len() < 300);
+        assert!(validate_game(0, &sub, settings, None, 0, "w").unwrap_err().len() < 300);
     }
 
     #[test]
@@ -403,15 +459,15 @@ mod tests {
                 .unwrap();
         let mut sub = two_move_draw();
         sub.settings_version = 1;
-        let (record, _) = validate_game(0, &sub, &history, 0, "w").unwrap();
+        let (record, _) = validate_game(0, &sub, &history, None, 0, "w").unwrap();
         assert_eq!(record.settings_version, 1);
         // Under the version in force (named, or 0 from an older worker) the game is not over.
         for version in [2, 0] {
             sub.settings_version = version;
-            assert!(validate_game(0, &sub, &history, 0, "w").unwrap_err().contains("not over"));
+            assert!(validate_game(0, &sub, &history, None, 0, "w").unwrap_err().contains("not over"));
         }
         sub.settings_version = 3;
-        let error = validate_game(0, &sub, &history, 0, "w").unwrap_err();
+        let error = validate_game(0, &sub, &history, None, 0, "w").unwrap_err();
         assert!(error.contains("unknown settings version 3 (in force: 2)"), "{error}");
     }
 }

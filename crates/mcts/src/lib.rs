@@ -17,12 +17,14 @@
 
 mod evaluator;
 mod mate;
+mod openings;
 mod search;
 mod selfplay;
 mod settings;
 mod tree;
 
 pub use evaluator::{EvalError, Evaluation, Evaluator, MaterialEvaluator, UniformEvaluator};
+pub use openings::{OpeningSuite, SuiteError};
 pub use search::{search, search_until};
 pub use selfplay::{
     LiveConfig, PlyRecord, PolicyTarget, ResignConfig, Resignation, SelfPlayConfig, SelfPlayGame, SelfPlayStats,

@@ -17,6 +17,7 @@ use xiangqi::game::{Game, GameConfig};
 use xiangqi::{Color, Move};
 
 use crate::evaluator::{EvalError, Evaluator};
+use crate::openings::OpeningSuite;
 use crate::search::{collect_leaves, evaluate_leaves};
 use crate::settings::PlaySettings;
 use crate::tree::{PendingLeaf, RootStats, SearchConfig, Tree};
@@ -67,6 +68,10 @@ pub struct SelfPlayConfig {
     /// for full and cheap searches alike); 0 searches the root by PUCT. Its Gumbel noise takes
     /// the place of the root's Dirichlet noise and of the move temperature.
     pub gumbel_considered: u32,
+    /// Share of games that start from a position of `openings` ([`OpeningSuite::start`]).
+    pub opening_share: f64,
+    /// The suite those games start from; `None`: every game starts from the standard start.
+    pub openings: Option<Arc<OpeningSuite>>,
     /// Resignation; `None` plays every game to its end.
     pub resign: Option<ResignConfig>,
     /// Rules and limits of the games.
@@ -280,7 +285,10 @@ impl Slot {
         let seed = game_seed(config.seed, index);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let resign_allowed = config.resign.is_some_and(|r| !rng.random_bool(r.disabled_fraction.clamp(0.0, 1.0)));
-        let tree = Tree::new(Game::new(config.game));
+        let start = config.openings.as_ref().and_then(|suite| suite.start(config.opening_share, seed));
+        let game =
+            start.map_or_else(|| Game::new(config.game), |start| Game::from_position(start.clone(), config.game));
+        let tree = Tree::new(game);
         let mut slot = Slot {
             config,
             index,

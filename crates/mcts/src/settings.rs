@@ -101,6 +101,10 @@ pub struct PlaySettings {
     /// Share of games, 0 to 1, in which nobody resigns (to measure false positives).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = PlaySettings::default().resign_disabled_fraction))]
     pub resign_disabled_fraction: f64,
+    /// Share of games, 0 to 1, that start from a position of the coordinator's opening suite
+    /// (`--openings`) rather than the standard start (0: none).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = PlaySettings::default().opening_share))]
+    pub opening_share: f64,
 }
 
 impl Default for PlaySettings {
@@ -130,6 +134,7 @@ impl Default for PlaySettings {
             resign_threshold: -0.9,
             resign_consecutive: 3,
             resign_disabled_fraction: 0.1,
+            opening_share: 0.0,
         }
     }
 }
@@ -200,7 +205,13 @@ impl PlaySettings {
         check((1..=4).contains(&self.mate_moves), "mate_moves", self.mate_moves, "1 to 4")?;
         check((-1.0..=1.0).contains(&self.resign_threshold), "resign_threshold", self.resign_threshold, "-1 to 1")?;
         check(self.resign_consecutive >= 1, "resign_consecutive", self.resign_consecutive, "1 or more")?;
-        check(unit(self.resign_disabled_fraction), "resign_disabled_fraction", self.resign_disabled_fraction, "0 to 1")
+        check(
+            unit(self.resign_disabled_fraction),
+            "resign_disabled_fraction",
+            self.resign_disabled_fraction,
+            "0 to 1",
+        )?;
+        check(unit(self.opening_share), "opening_share", self.opening_share, "0 to 1")
     }
 
     /// The rules self-play games are played and adjudicated under: the ruleset and the
@@ -247,6 +258,8 @@ impl PlaySettings {
             root_policy_temperature: self.root_policy_temperature,
             policy_target: self.policy_target,
             gumbel_considered: self.gumbel_considered,
+            opening_share: self.opening_share,
+            openings: None,
             resign: self.resign_config(),
             game: self.game_config(),
             reuse_tree: true,
@@ -384,6 +397,7 @@ mod tests {
             late_temperature: 0.3,
             gumbel_considered: 16,
             resign: false,
+            opening_share: 0.25,
             ..settings
         };
         assert_eq!(toml::from_str::<PlaySettings>(&toml::to_string(&odd).unwrap()).unwrap(), odd);
@@ -391,7 +405,7 @@ mod tests {
 
     #[test]
     fn every_range_is_checked() {
-        let bad: [(&str, PlaySettings); 14] = [
+        let bad: [(&str, PlaySettings); 15] = [
             ("playouts", PlaySettings { playouts: 0, ..Default::default() }),
             ("cheap_playouts", PlaySettings { cheap_playouts: 0, ..Default::default() }),
             ("full_search_probability", PlaySettings { full_search_probability: 1.5, ..Default::default() }),
@@ -406,6 +420,7 @@ mod tests {
             ("resign_threshold", PlaySettings { resign_threshold: -2.0, ..Default::default() }),
             ("resign_consecutive", PlaySettings { resign_consecutive: 0, ..Default::default() }),
             ("resign_disabled_fraction", PlaySettings { resign_disabled_fraction: 2.0, ..Default::default() }),
+            ("opening_share", PlaySettings { opening_share: -0.1, ..Default::default() }),
         ];
         for (field, settings) in bad {
             let error = settings.validate().unwrap_err();

@@ -1,8 +1,8 @@
 //! The search as a player: finds mates, avoids a forbidden perpetual, counts its playouts, and
 //! self-play games replay exactly from their seeds.
 
-use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use xiangqi::game::{Game, GameConfig, Reason};
 use xiangqi::{Move, Position};
 use xqz_mcts::{
-    EvalError, Evaluation, Evaluator, MaterialEvaluator, RootStats, SearchConfig, SelfPlayConfig, Tree,
+    EvalError, Evaluation, Evaluator, MaterialEvaluator, OpeningSuite, RootStats, SearchConfig, SelfPlayConfig, Tree,
     UniformEvaluator, replay, search, search_until, self_play,
 };
 
@@ -512,9 +512,35 @@ fn short_config() -> SelfPlayConfig {
 
 #[test]
 fn self_play_games_replay_from_their_seeds() {
-    for config in [short_config(), SelfPlayConfig { gumbel_considered: 8, ..short_config() }] {
+    for config in [short_config(), SelfPlayConfig { gumbel_considered: 8, ..short_config() }, from_suite(0.5)] {
         assert_games_replay_from_their_seeds(&config);
     }
+}
+
+/// [`short_config`] with `share` of its games starting from one of two positions after Red's
+/// first move.
+fn from_suite(share: f64) -> SelfPlayConfig {
+    let suite = OpeningSuite::parse(
+        "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR b - - 1 1\n\
+         rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C4NC1/9/RNBAKAB1R b - - 1 1",
+    )
+    .unwrap();
+    SelfPlayConfig { opening_share: share, openings: Some(Arc::new(suite)), ..short_config() }
+}
+
+#[test]
+fn a_share_of_self_play_games_start_from_the_suite() {
+    let starts = |config: &SelfPlayConfig| {
+        let games = Mutex::new(Vec::new());
+        self_play(config, MaterialEvaluator, 6, &AtomicBool::new(false), |g| games.lock().unwrap().push(g)).unwrap();
+        games.into_inner().unwrap().into_iter().map(|g| g.game.start().to_string()).collect::<Vec<_>>()
+    };
+    let suite = from_suite(1.0).openings.unwrap();
+    assert!(starts(&from_suite(1.0)).iter().all(|fen| suite.contains(&fen.parse().unwrap())));
+    assert!(starts(&from_suite(0.0)).iter().all(|fen| fen == xiangqi::START_FEN));
+    // Without a suite the share means nothing.
+    let no_suite = SelfPlayConfig { opening_share: 1.0, ..short_config() };
+    assert!(starts(&no_suite).iter().all(|fen| fen == xiangqi::START_FEN));
 }
 
 fn assert_games_replay_from_their_seeds(config: &SelfPlayConfig) {
@@ -529,7 +555,7 @@ fn assert_games_replay_from_their_seeds(config: &SelfPlayConfig) {
     for g in &games {
         assert!(g.game.outcome().is_over());
         let again = replay(config, &mut MaterialEvaluator, g.index).unwrap();
-        assert_eq!(again.seed, g.seed);
+        assert_eq!((again.seed, again.game.start()), (g.seed, g.game.start()));
         assert_eq!(again.game.moves().collect::<Vec<_>>(), g.game.moves().collect::<Vec<_>>(), "game {}", g.index);
         assert_eq!(again.plies, g.plies);
     }

@@ -12,7 +12,7 @@
 //! ```
 
 use xqz_dataset::{GameRecord, SampleRecord};
-use xqz_mcts::{PlaySettings, PolicyTarget, SettingsError};
+use xqz_mcts::{OpeningSuite, PlaySettings, PolicyTarget, SettingsError, SuiteError};
 
 use crate::v1;
 
@@ -30,6 +30,17 @@ pub enum WireError {
     /// The settings decode but are out of range.
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    /// An opening suite entry is not a start position, or there are none or too many.
+    #[error("opening suite: {0}")]
+    Suite(#[from] SuiteError),
+    /// The suite's positions do not hash to the id that came with them.
+    #[error("opening suite: announced as {announced:016x} but its positions hash to {computed:016x}")]
+    SuiteId {
+        /// The id in the message.
+        announced: u64,
+        /// The id of the positions received.
+        computed: u64,
+    },
 }
 
 fn policy_target_to_wire(target: PolicyTarget) -> v1::PolicyTarget {
@@ -73,6 +84,7 @@ pub fn settings_to_wire(settings: &PlaySettings, version: u64) -> v1::SelfPlaySe
         resign_consecutive: Some(settings.resign_consecutive),
         resign_disabled_fraction: Some(settings.resign_disabled_fraction),
         gumbel_considered: Some(settings.gumbel_considered),
+        opening_share: Some(settings.opening_share),
     }
 }
 
@@ -110,9 +122,24 @@ pub fn settings_from_wire(wire: &v1::SelfPlaySettings) -> Result<(PlaySettings, 
         resign_consecutive: wire.resign_consecutive.unwrap_or(default.resign_consecutive),
         resign_disabled_fraction: wire.resign_disabled_fraction.unwrap_or(default.resign_disabled_fraction),
         gumbel_considered: wire.gumbel_considered.unwrap_or(default.gumbel_considered),
+        opening_share: wire.opening_share.unwrap_or(default.opening_share),
     };
     settings.validate()?;
     Ok((settings, wire.version))
+}
+
+/// `suite` as the coordinator hands it to workers.
+pub fn suite_to_wire(suite: &OpeningSuite) -> v1::OpeningSuite {
+    v1::OpeningSuite { id: suite.id(), fens: suite.positions().iter().map(ToString::to_string).collect() }
+}
+
+/// The suite a coordinator handed over, checked: every entry a start position, its id theirs.
+pub fn suite_from_wire(wire: &v1::OpeningSuite) -> Result<OpeningSuite, WireError> {
+    let suite = OpeningSuite::from_fens(wire.fens.iter().map(String::as_str))?;
+    if suite.id() != wire.id {
+        return Err(WireError::SuiteId { announced: wire.id, computed: suite.id() });
+    }
+    Ok(suite)
 }
 
 /// A stored game and its samples as a submission (the worker's side of `SubmitGames`).
@@ -154,6 +181,7 @@ mod tests {
                 resign: false,
                 temperature_plies: 7,
                 gumbel_considered: 16,
+                opening_share: 0.5,
                 ..Default::default()
             };
             assert_eq!(settings_from_wire(&settings_to_wire(&settings, 9)).unwrap(), (settings, 9));
@@ -179,6 +207,21 @@ mod tests {
         };
         let (settings, version) = settings_from_wire(&old).unwrap();
         assert_eq!((settings, version), (PlaySettings::default(), 0));
+    }
+
+    #[test]
+    fn a_suite_round_trips_and_a_tampered_one_is_refused() {
+        let suite = OpeningSuite::parse(
+            "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR b - - 1 1\n\
+             rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKAB1R w - - 0 1",
+        )
+        .unwrap();
+        assert_eq!(suite_from_wire(&suite_to_wire(&suite)).unwrap(), suite);
+        let mut wire = suite_to_wire(&suite);
+        wire.fens.swap(0, 1);
+        assert!(matches!(suite_from_wire(&wire), Err(WireError::SuiteId { .. })));
+        wire.fens[1] = "nonsense".into();
+        assert!(suite_from_wire(&wire).unwrap_err().to_string().starts_with("opening suite: line 2:"));
     }
 
     #[test]

@@ -36,13 +36,13 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
-use xqz_mcts::{EvalError, Evaluator, LiveConfig, PlaySettings, SelfPlayConfig, self_play_live};
+use xqz_mcts::{EvalError, Evaluator, LiveConfig, OpeningSuite, PlaySettings, SelfPlayConfig, self_play_live};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{
     DownloadModelRequest, GameSubmission, HeartbeatRequest, ModelAnnouncement, RegisterRequest, SubmitGamesRequest,
     WatchModelsRequest,
 };
-use xqz_proto::wire::{WireError, settings_from_wire};
+use xqz_proto::wire::{WireError, settings_from_wire, suite_from_wire};
 
 use crate::backoff::Backoff;
 use crate::metrics::WorkerMetrics;
@@ -211,6 +211,8 @@ pub struct Session {
     worker_id: String,
     /// The coordinator's settings and their version.
     settings: (PlaySettings, u64),
+    /// The coordinator's opening suite, if it has one.
+    openings: Option<Arc<OpeningSuite>>,
     current_model: Option<ModelAnnouncement>,
 }
 
@@ -242,7 +244,18 @@ impl Session {
             }
         };
         let settings = settings_from_wire(answer.settings.as_ref().ok_or(RemoteError::NoSettings)?)?;
-        Ok(Session { client, config, worker_id: answer.worker_id, settings, current_model: answer.current_model })
+        let openings = answer.openings.as_ref().map(suite_from_wire).transpose()?.map(Arc::new);
+        if let Some(suite) = &openings {
+            eprintln!("worker: opening suite {:016x}, {} positions", suite.id(), suite.len());
+        }
+        Ok(Session {
+            client,
+            config,
+            worker_id: answer.worker_id,
+            settings,
+            openings,
+            current_model: answer.current_model,
+        })
     }
 
     /// The id the coordinator gave this worker.
@@ -260,10 +273,10 @@ impl Session {
         download(self.client.clone(), &self.config.dir.join("models"), model).await
     }
 
-    /// The search settings: the coordinator's play settings and their version, this worker's
-    /// threads and a fresh seed (workers must not replay each other's games).
+    /// The search settings: the coordinator's play settings and their version, its opening
+    /// suite, this worker's threads and a fresh seed (workers must not replay each other's games).
     pub fn self_play_config(&self) -> SelfPlayConfig {
-        self_play_config(&self.settings, &self.config)
+        self_play_config(&self.settings, self.openings.clone(), &self.config)
     }
 
     /// Plays until `shutdown` resolves (or `max_games` are uploaded), with `host`'s network, which
@@ -537,10 +550,16 @@ fn set_aside(dir: &Path, batch: &SubmitGamesRequest, message: &str) -> std::io::
     std::fs::File::open(&file)?.sync_all()
 }
 
-/// The self-play config of `settings` (and their version) on this worker.
-fn self_play_config(settings: &(PlaySettings, u64), config: &RemoteConfig) -> SelfPlayConfig {
+/// The self-play config of `settings` (and their version) with the coordinator's `openings` on
+/// this worker.
+fn self_play_config(
+    settings: &(PlaySettings, u64),
+    openings: Option<Arc<OpeningSuite>>,
+    config: &RemoteConfig,
+) -> SelfPlayConfig {
     SelfPlayConfig {
         settings_version: settings.1,
+        openings,
         ..settings.0.self_play_config(config.threads, config.games_per_thread, rand::random())
     }
 }
@@ -555,7 +574,8 @@ fn follow_settings(model: &ModelAnnouncement, config: &RemoteConfig, live: &Live
     match settings_from_wire(wire) {
         Ok(settings) => {
             eprintln!("worker: new games play under settings v{}", settings.1);
-            live.replace(self_play_config(&settings, config));
+            // The suite is the coordinator's for the session; settings announced later keep it.
+            live.replace(self_play_config(&settings, live.current().openings.clone(), config));
         }
         Err(e) => {
             eprintln!("worker: keeping settings v{}: announced v{}: {e}", live.current().settings_version, wire.version)
