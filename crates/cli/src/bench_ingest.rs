@@ -8,6 +8,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use serde_json::json;
+use xqz_dataset::GameId;
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{GameSubmission, RegisterRequest, SubmitGamesRequest};
@@ -31,6 +33,8 @@ pub struct IngestArgs {
     /// Length cap of the generated games (the started coordinator adjudicates with the same).
     #[arg(long, default_value_t = 160)]
     max_plies: u32,
+    #[command(flatten)]
+    output: crate::bench::Output,
 }
 
 /// A coordinator started for the benchmark, stopped when dropped.
@@ -79,10 +83,13 @@ pub fn run(args: &IngestArgs) -> Result<()> {
     let t = Instant::now();
     let mut rng = ChaCha8Rng::seed_from_u64(rand::random());
     let games: Vec<Vec<GameSubmission>> = (0..args.workers)
-        .map(|_| {
+        .map(|w| {
             (0..args.games)
-                .map(|_| {
-                    let (game, samples) = random_game(&mut rng, rand::random(), &config);
+                .map(|g| {
+                    // The synthetic game's id sets its times, which the coordinator wants in the
+                    // past; the stored id is random, so that a --coordinator keeps every run's games.
+                    let (mut game, samples) = random_game(&mut rng, (w * args.games + g) as u128, &config);
+                    game.game_id = GameId::from_u128(rand::random());
                     xqz_proto::wire::encode_game(&game, &samples)
                 })
                 .collect()
@@ -90,14 +97,17 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         .collect();
     let positions: usize = games.iter().flatten().map(|g| g.moves.len()).sum();
     let total = args.workers * args.games;
-    println!(
-        "{} workers x {} games ({total} games, {positions} positions, {:.0} per game; generated in {:.1}s, not timed), {} per request",
-        args.workers,
-        args.games,
-        positions as f64 / total as f64,
-        t.elapsed().as_secs_f64(),
-        args.batch
-    );
+    args.output.context(|| {
+        format!(
+            "{} workers x {} games ({total} games, {positions} positions, {:.0} per game; generated in {:.1}s, not \
+             timed), {} per request",
+            args.workers,
+            args.games,
+            positions as f64 / total as f64,
+            t.elapsed().as_secs_f64(),
+            args.batch
+        )
+    });
     let (url, _started) = match &args.coordinator {
         Some(url) => (url.clone(), None),
         None => {
@@ -143,17 +153,36 @@ pub fn run(args: &IngestArgs) -> Result<()> {
     })?;
     latencies.sort();
     let secs = elapsed.as_secs_f64();
-    println!(
-        "accepted {accepted}/{total} games in {secs:.2}s: {:.0} games/s, {:.0} positions/s",
-        accepted as f64 / secs,
-        positions as f64 / secs
-    );
-    println!(
-        "SubmitGames latency: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} requests)",
-        percentile(&latencies, 0.5).as_secs_f64() * 1e3,
-        percentile(&latencies, 0.99).as_secs_f64() * 1e3,
-        latencies.last().map_or(0.0, |d| d.as_secs_f64() * 1e3),
-        latencies.len()
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let (p50, p99) = (ms(percentile(&latencies, 0.5)), ms(percentile(&latencies, 0.99)));
+    let max = latencies.last().copied().map_or(0.0, ms);
+    args.output.measurement(
+        || {
+            format!(
+                "accepted {accepted}/{total} games in {secs:.2}s: {:.0} games/s, {:.0} positions/s\n\
+                 SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests)",
+                accepted as f64 / secs,
+                positions as f64 / secs,
+                latencies.len()
+            )
+        },
+        json!({
+            "bench": "ingest",
+            "measurement": "ingest",
+            "workers": args.workers,
+            "games_per_worker": args.games,
+            "batch": args.batch,
+            "games": total,
+            "positions": positions,
+            "accepted": accepted,
+            "seconds": secs,
+            "games_per_s": accepted as f64 / secs,
+            "positions_per_s": positions as f64 / secs,
+            "requests": latencies.len(),
+            "latency_p50_ms": p50,
+            "latency_p99_ms": p99,
+            "latency_max_ms": max,
+        }),
     );
     Ok(())
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use serde_json::json;
 use xqz_net::bench::{raw_throughput, sample_positions, service_throughput};
 use xqz_net::service::ServiceConfig;
 use xqz_net::{ModelConfig, Network};
@@ -29,6 +30,8 @@ pub struct SelfPlayBenchArgs {
     /// The self-play settings (--mate-moves 1 against the default weighs the mate search's cost).
     #[command(flatten)]
     play: xqz_mcts::PlaySettings,
+    #[command(flatten)]
+    output: crate::bench::Output,
 }
 
 /// Options of `xqz bench net`.
@@ -54,6 +57,8 @@ pub struct NetArgs {
     /// Seconds per measurement.
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
+    #[command(flatten)]
+    output: crate::bench::Output,
 }
 
 pub fn bench_net(args: &NetArgs) -> Result<()> {
@@ -61,22 +66,41 @@ pub fn bench_net(args: &NetArgs) -> Result<()> {
     let device = args.device.resolve()?;
     anyhow::ensure!(args.seconds > 0.0, "--seconds must be positive");
     anyhow::ensure!(args.callers > 0 && args.max_batch > 0, "--callers and --max-batch must be positive");
+    anyhow::ensure!(args.batches.iter().all(|&b| b > 0), "batch sizes must be positive");
     let duration = Duration::from_secs_f64(args.seconds);
     let net = Network::new(&config, device);
-    println!(
-        "model {} ({} blocks x {} channels, {} parameters) on {device:?}, libtorch threads {}",
-        config.name,
-        config.blocks,
-        config.channels,
-        net.parameter_count(),
-        tch::get_num_threads()
-    );
+    let out = args.output;
+    let threads = tch::get_num_threads();
+    let setup = json!({
+        "model": config.name,
+        "blocks": config.blocks,
+        "channels": config.channels,
+        "parameters": net.parameter_count(),
+        "device": format!("{device:?}"),
+        "threads": threads,
+        "seconds": args.seconds,
+    });
+    out.context(|| {
+        format!(
+            "model {} ({} blocks x {} channels, {} parameters) on {device:?}, libtorch threads {threads}",
+            config.name,
+            config.blocks,
+            config.channels,
+            net.parameter_count(),
+        )
+    });
+    let with_setup = |mut fields: serde_json::Value| {
+        fields.as_object_mut().expect("an object").extend(setup.as_object().expect("an object").clone());
+        fields
+    };
     let positions = sample_positions(1024, 1);
     let mut batch_128 = None;
     for &batch in &args.batches {
-        anyhow::ensure!(batch > 0, "batch sizes must be positive");
         let rate = raw_throughput(&net, &positions, batch, duration);
-        println!("raw batch {batch:>4}: {rate:>10.0} positions/s");
+        out.measurement(
+            || format!("raw batch {batch:>4}: {rate:>10.0} positions/s"),
+            with_setup(json!({"bench": "net", "measurement": "raw", "batch": batch, "positions_per_s": rate})),
+        );
         if batch == 128 {
             batch_128 = Some(rate);
         }
@@ -84,14 +108,26 @@ pub fn bench_net(args: &NetArgs) -> Result<()> {
     let service =
         ServiceConfig { max_batch: args.max_batch, max_wait: Duration::from_secs_f64(args.max_wait_ms / 1000.0) };
     let (measured, _) = service_throughput(net, &positions, args.callers, service, duration);
-    print!(
-        "service, {} callers: {:>10.0} positions/s (mean batch {:.1})",
-        args.callers, measured.positions_per_second, measured.mean_batch
+    let share = batch_128.map(|raw| measured.positions_per_second / raw);
+    out.measurement(
+        || {
+            let share = share.map_or_else(String::new, |s| format!(", {:.0}% of raw batch 128", 100.0 * s));
+            format!(
+                "service, {} callers: {:>10.0} positions/s (mean batch {:.1}){share}",
+                args.callers, measured.positions_per_second, measured.mean_batch
+            )
+        },
+        with_setup(json!({
+            "bench": "net",
+            "measurement": "service",
+            "callers": args.callers,
+            "max_batch": args.max_batch,
+            "max_wait_ms": args.max_wait_ms,
+            "positions_per_s": measured.positions_per_second,
+            "mean_batch": measured.mean_batch,
+            "share_of_raw_128": share,
+        })),
     );
-    match batch_128 {
-        Some(raw) => println!(", {:.0}% of raw batch 128", 100.0 * measured.positions_per_second / raw),
-        None => println!(),
-    }
     Ok(())
 }
 
@@ -128,36 +164,65 @@ pub fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
     let device = args.device.resolve()?;
     args.play.validate()?;
     let play = args.play.self_play_config(args.threads, args.games_per_thread, 0);
-    println!(
-        "model {} on {device:?}; {} games, {} threads x {} games, playouts {} full / {} cheap ({:.0}% full), \
-         {} leaves per game per batch, mates by checks of up to {} moves at the leaves",
-        config.name,
-        args.games,
-        play.threads,
-        play.games_per_thread,
-        play.playouts,
-        play.cheap_playouts,
-        100.0 * play.full_search_probability,
-        play.search.leaves_per_batch,
-        play.search.mate_moves
-    );
+    args.output.context(|| {
+        format!(
+            "model {} on {device:?}; {} games, {} threads x {} games, playouts {} full / {} cheap ({:.0}% full), \
+             {} leaves per game per batch, mates by checks of up to {} moves at the leaves",
+            config.name,
+            args.games,
+            play.threads,
+            play.games_per_thread,
+            play.playouts,
+            play.cheap_playouts,
+            100.0 * play.full_search_probability,
+            play.search.leaves_per_batch,
+            play.search.mate_moves
+        )
+    });
     let service = InferenceService::spawn(Network::new(&config, device), ServiceConfig::default());
     let dir = tempfile::tempdir()?;
     let run = LocalSelfPlay { games: args.games, model_version: 0, worker_id: "bench".into() };
     let (process_before, inference_before, _) = cpu_split()?;
     let report = play_into(dir.path(), &play, service.client(), &run, |_| {})?;
     let (process_after, inference_after, threads) = cpu_split()?;
-    println!("{}", report.stats);
-    let busy = report.stats.elapsed.as_secs_f64() * play.threads as f64;
-    println!(
-        "search threads: {:.1}% of their wall time outside evaluator calls (searching, encoding, writing)",
-        100.0 * (1.0 - report.stats.evaluator_time.as_secs_f64() / busy.max(1e-9))
-    );
+    let stats = &report.stats;
+    let busy = stats.elapsed.as_secs_f64() * play.threads as f64;
+    let outside_calls = 1.0 - stats.evaluator_time.as_secs_f64() / busy.max(1e-9);
     let (process, inference) = (process_after - process_before, inference_after - inference_before);
-    println!(
-        "CPU: {process:.1}s in all, {inference:.1}s network evaluation ({threads} inference threads), \
-         {:.1}% outside it (search, rules, encoding, data)",
-        100.0 * (process - inference) / process.max(1e-9)
+    let outside_cpu = (process - inference) / process.max(1e-9);
+    let secs = stats.elapsed.as_secs_f64().max(1e-9);
+    args.output.measurement(
+        || {
+            format!(
+                "{stats}\nsearch threads: {:.1}% of their wall time outside evaluator calls (searching, encoding, \
+                 writing)\nCPU: {process:.1}s in all, {inference:.1}s network evaluation ({threads} inference \
+                 threads), {:.1}% outside it (search, rules, encoding, data)",
+                100.0 * outside_calls,
+                100.0 * outside_cpu
+            )
+        },
+        json!({
+            "bench": "selfplay",
+            "measurement": "selfplay",
+            "model": config.name,
+            "device": format!("{device:?}"),
+            "threads": play.threads,
+            "games_per_thread": play.games_per_thread,
+            "playouts": play.playouts,
+            "cheap_playouts": play.cheap_playouts,
+            "mate_moves": play.search.mate_moves,
+            "games": stats.games,
+            "moves": stats.moves,
+            "seconds": stats.elapsed.as_secs_f64(),
+            "moves_per_s": stats.moves as f64 / secs,
+            "evaluations_per_s": stats.evaluations as f64 / secs,
+            "mean_batch": stats.evaluations as f64 / stats.batches.max(1) as f64,
+            "wall_share_outside_evaluator": outside_calls,
+            "cpu_s": process,
+            "inference_cpu_s": inference,
+            "inference_threads": threads,
+            "cpu_share_outside_inference": outside_cpu,
+        }),
     );
     Ok(())
 }

@@ -134,16 +134,23 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
             let dataset = args.dataset.as_ref().map_or_else(String::new, |d| format!(" and its dataset at {d}"));
             format!("starting the coordinator on {} with data in {}{dataset}", args.listen, args.data.display())
         })?;
+        // This line on stdout is how scripts and tests learn the bound port; keep it first.
         println!("listening on {}", running.addr());
         if let Some(http) = running.metrics_addr() {
             println!("metrics on http://{http}/metrics, dashboard on http://{http}/");
         }
+        tracing::info!(
+            listen = %running.addr(),
+            http = running.metrics_addr().map(|a| a.to_string()),
+            data = %args.data.display(),
+            "coordinator serving"
+        );
         if let Some(path) = &args.ready_file {
             let ready = Ready { listen: running.addr(), metrics: running.metrics_addr() };
             write_atomic(path, serde_json::to_string(&ready)?.as_bytes())?;
         }
         running.wait().await.context("coordinator stopped with an error")?;
-        eprintln!("coordinator stopped");
+        tracing::info!("coordinator stopped");
         Ok(())
     })
 }

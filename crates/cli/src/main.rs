@@ -13,6 +13,7 @@ mod eval;
 #[cfg(feature = "torch")]
 mod eval_match;
 mod ladder;
+mod logs;
 #[cfg(feature = "torch")]
 mod metrics;
 #[cfg(feature = "torch")]
@@ -47,6 +48,10 @@ use xiangqi::{Position, START_FEN, divide, perft};
 #[derive(Parser)]
 #[command(name = "xqz", version, about = "xqzero: AlphaZero-style Xiangqi training pipeline")]
 struct Cli {
+    /// Log lines on stderr as text or JSON lines (default: the XQZ_LOG_FORMAT variable, else
+    /// text); RUST_LOG filters them (default `info`).
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<logs::LogFormat>,
     #[command(subcommand)]
     command: Command,
 }
@@ -143,6 +148,10 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // Which flags were given, not defaulted: settings files yield to those alone.
     let given = matches.subcommand().map(|(_, m)| m.clone()).unwrap_or_default();
+    if let Err(err) = logs::init(cli.log_format) {
+        eprintln!("error: {err:#}");
+        return ExitCode::FAILURE;
+    }
     match run(cli.command, &given) {
         Ok(code) => code,
         Err(err) => {

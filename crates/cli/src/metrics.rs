@@ -11,6 +11,6 @@ use xqz_metrics::{Registry, Server};
 pub fn serve(addr: Option<SocketAddr>, registry: Registry, role: &str) -> Result<Option<Server>> {
     let Some(addr) = addr else { return Ok(None) };
     let server = Server::start(addr, Arc::new(registry)).with_context(|| format!("serving metrics on {addr}"))?;
-    eprintln!("{role}: metrics at http://{}/metrics", server.addr());
+    tracing::info!(role, address = %server.addr(), "serving metrics at http://{}/metrics", server.addr());
     Ok(Some(server))
 }

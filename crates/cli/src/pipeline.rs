@@ -84,8 +84,10 @@ struct Role {
 impl Role {
     fn spawn(name: &str, args: &[String], log: &Path) -> Result<Role> {
         let log_file = std::fs::OpenOptions::new().create(true).append(true).open(log)?;
+        // The roles log as this process does; RUST_LOG passes down by itself.
         let child = Command::new(std::env::current_exe()?)
             .args(args)
+            .env(crate::logs::FORMAT_ENV, crate::logs::format().name())
             .stdout(log_file.try_clone()?)
             .stderr(log_file)
             .spawn()
@@ -104,7 +106,7 @@ impl Role {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        eprintln!("{} did not stop in {grace:?}; killing it", self.name);
+        tracing::warn!(role = %self.name, grace_s = grace.as_secs(), "did not stop in time; killing it");
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -221,7 +223,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         use std::io::Write;
         let mut file = std::fs::OpenOptions::new().create(true).append(true).open(logs.join("settings.log"))?;
         writeln!(file, "{}: changed by --override: {list}", unix_now())?;
-        println!("settings changed by --override: {list}");
+        tracing::info!(changes = %list, "settings changed by --override");
     }
     if write {
         settings.save(&settings_path)?;
@@ -373,15 +375,23 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             previous = Some((now, stats.samples));
             let step = last_step(&dir.join("trainer/metrics.csv")).unwrap_or_else(|| "waiting for data".into());
             let strength = last_strength(&dir.join("strength.csv")).unwrap_or_default();
-            let line = format!(
-                "model v{} | {} games, {} positions ({rate:.0}/s) | {step}{strength}",
-                stats.latest_model_version, stats.games, stats.samples
-            );
             if bar.is_hidden() && last_line.elapsed() >= PLAIN_STATUS_EVERY {
                 last_line = Instant::now();
-                println!("{:.0}s {line}", start.elapsed().as_secs_f64());
+                tracing::info!(
+                    elapsed_s = start.elapsed().as_secs(),
+                    model_version = stats.latest_model_version,
+                    games = stats.games,
+                    positions = stats.samples,
+                    positions_per_s = rate.round(),
+                    trainer = %step,
+                    strength = %strength.trim_start_matches(" | "),
+                    "status"
+                );
             }
-            bar.set_message(line);
+            bar.set_message(format!(
+                "model v{} | {} games, {} positions ({rate:.0}/s) | {step}{strength}",
+                stats.latest_model_version, stats.games, stats.samples
+            ));
         }
         bar.tick();
         std::thread::sleep(Duration::from_secs(2));
@@ -389,7 +399,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     bar.finish();
     // Close the status connection: the coordinator's graceful stop waits for open connections.
     drop(runtime);
-    println!("stopping: workers first (they upload what they finished), then the trainer, then the coordinator");
+    tracing::info!("stopping: workers first (they upload what they finished), then the trainer, then the coordinator");
     for worker in &mut workers {
         worker.stop(Duration::from_secs(30));
     }
@@ -397,14 +407,14 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     coordinator.stop(Duration::from_secs(30));
     tracking.store(false, Ordering::Relaxed);
     if let Some(Err(e)) = strength.map(|t| t.join().unwrap_or_else(|_| Err(anyhow::anyhow!("panicked")))) {
-        eprintln!("strength tracking stopped: {e:#}");
+        tracing::error!(error = format!("{e:#}"), "strength tracking stopped");
     }
     for line in crate::plot::plot_run(&dir) {
         println!("{line}");
     }
     outcome?;
     if stop.load(Ordering::Relaxed) {
-        println!("stopped; run the same command again to resume");
+        tracing::info!("stopped; run the same command again to resume");
     }
     Ok(())
 }

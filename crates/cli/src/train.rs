@@ -70,22 +70,22 @@ pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
     let last = train(&config, publisher.as_mut(), &stop, |r| {
         metrics.observe(r);
         if r.step % args.log_every.max(1) == 0 {
-            println!(
-                "step {} samples {} policy {:.4} value {:.4} lr {} {:.0} samples/s window {} of {} model v{}",
-                r.step,
-                r.samples_seen,
-                r.policy_loss,
-                r.value_loss,
-                r.learning_rate,
-                r.samples_per_second,
-                r.window,
-                r.dataset_samples,
-                r.model_version
+            tracing::info!(
+                step = r.step,
+                samples = r.samples_seen,
+                policy_loss = r.policy_loss,
+                value_loss = r.value_loss,
+                lr = r.learning_rate,
+                samples_per_s = r.samples_per_second.round(),
+                window = r.window,
+                dataset_samples = r.dataset_samples,
+                model_version = r.model_version,
+                "trained"
             );
         }
     })?;
     if let Some(r) = last {
-        println!("stopped at step {} (model v{})", r.step, r.model_version);
+        tracing::info!(step = r.step, model_version = r.model_version, "stopped");
     }
     Ok(())
 }

@@ -111,7 +111,7 @@ pub fn run(args: WorkerArgs) -> Result<()> {
             session = Session::connect(config) => session?,
             () = shutdown_signal() => return Ok(()),
         };
-        eprintln!("worker: registered as {}", session.worker_id());
+        tracing::info!(worker = session.worker_id(), "registered");
         let (net, version) = match session.current_model().cloned() {
             Some(model) => {
                 let path = session.download(&model).await?;
@@ -119,14 +119,14 @@ pub fn run(args: WorkerArgs) -> Result<()> {
                 (net, model.version)
             }
             None => {
-                eprintln!("worker: no model published yet; playing with a random {} network", init.name);
+                tracing::info!(model = %init.name, "no model published yet; a random network plays");
                 (tokio::task::spawn_blocking(move || Network::new(&init, device)).await?, 0)
             }
         };
-        eprintln!("worker: playing with model v{version}");
+        tracing::info!(model_version = version, "playing with model");
         let host = Arc::new(NetHost { service: InferenceService::spawn(net, ServiceConfig::default()), device });
         let uploaded = session.run(host, version, shutdown_signal()).await?;
-        eprintln!("worker: done, {uploaded} games uploaded");
+        tracing::info!(uploaded, "done");
         Ok(())
     })
 }

@@ -105,6 +105,36 @@ fn bench_net_prints_raw_and_service_throughput() {
     assert!(lines[3].starts_with("service, 4 callers:") && lines[3].contains("mean batch"), "{text}");
 }
 
+/// The JSON lines of a `--json` benchmark, each checked to name `bench` and `measurement`.
+fn json_lines(out: &Output) -> Vec<serde_json::Value> {
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        stdout(out).lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+    assert!(lines.iter().all(|l| l["bench"].is_string() && l["measurement"].is_string()), "{lines:?}");
+    lines
+}
+
+#[test]
+fn bench_net_json_prints_one_object_per_measurement() {
+    let args = ["bench", "net", "--model", "tiny", "--device", "cpu", "--batches", "1,128", "--callers", "4"];
+    let lines = json_lines(&xqz(&[&args[..], &["--seconds", "0.2", "--json"]].concat()));
+    let kinds: Vec<(&str, Option<u64>)> =
+        lines.iter().map(|l| (l["measurement"].as_str().unwrap(), l["batch"].as_u64())).collect();
+    assert_eq!(kinds, [("raw", Some(1)), ("raw", Some(128)), ("service", None)]);
+    for l in &lines {
+        assert_eq!(
+            (l["bench"].as_str(), l["model"].as_str(), l["device"].as_str()),
+            (Some("net"), Some("tiny"), Some("Cpu"))
+        );
+        assert!(l["positions_per_s"].as_f64().unwrap() > 0.0 && l["parameters"].as_u64().unwrap() > 0, "{l}");
+    }
+    let service = &lines[2];
+    assert_eq!(service["callers"], 4);
+    let share = service["share_of_raw_128"].as_f64().unwrap();
+    let expected = service["positions_per_s"].as_f64().unwrap() / lines[1]["positions_per_s"].as_f64().unwrap();
+    assert!((share - expected).abs() < 1e-9 && service["mean_batch"].as_f64().unwrap() >= 1.0, "{service}");
+}
+
 #[test]
 fn bench_net_refuses_a_missing_gpu_and_unknown_models() {
     let out = xqz(&["bench", "net", "--model", "nope", "--device", "cpu"]);

@@ -45,10 +45,11 @@ fn coordinator(port: u16, data: &Path) -> Proc {
 /// The games a worker reported as finished: (hex id, model version).
 type Finished = Arc<Mutex<Vec<(String, u64)>>>;
 
-/// A worker whose `finished game ID vN` lines are collected.
+/// A worker whose `finished game` log events (JSON lines) are collected.
 fn worker(url: &str, dir: &Path, finished: Finished) -> Proc {
     let mut child = xqz()
         .args(["worker", "--coordinator", url, "--token", "t0k", "--max-games", "40", "--init-model", "tiny"])
+        .args(["--log-format", "json"])
         .args(["--device", "cpu", "--threads", "1", "--games-per-thread", "2", "--dir"])
         .arg(dir)
         .stderr(Stdio::piped())
@@ -57,9 +58,10 @@ fn worker(url: &str, dir: &Path, finished: Finished) -> Proc {
     let stderr = BufReader::new(child.stderr.take().unwrap());
     std::thread::spawn(move || {
         for line in stderr.lines().map_while(Result::ok) {
-            if let Some(rest) = line.strip_prefix("worker: finished game ") {
-                let (id, version) = rest.split_once(" v").unwrap();
-                finished.lock().unwrap().push((id.to_string(), version.parse().unwrap()));
+            let event: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+            if event["message"] == "finished game" {
+                let id = event["game"].as_str().unwrap().to_string();
+                finished.lock().unwrap().push((id, event["model_version"].as_u64().unwrap()));
             } else {
                 eprintln!("{line}");
             }

@@ -112,7 +112,7 @@ fn export_writes_parquet_and_pgn_our_parsers_read_back() {
             .map(|game| {
                 let mut pos = Position::startpos();
                 let mut moves = Vec::new();
-                // Move lines are `N. ...`; the result line (`1/2-1/2 {...}`) is not one.
+                // Move lines are `N. ...`; the result line (`{...} 1/2-1/2`) is not one.
                 let numbered =
                     |l: &&str| l.split_once(". ").is_some_and(|(n, _)| n.bytes().all(|b| b.is_ascii_digit()));
                 for line in game.lines().filter(numbered) {
@@ -131,6 +131,44 @@ fn export_writes_parquet_and_pgn_our_parsers_read_back() {
             .collect();
         assert_eq!(games, stored, "{notation}");
     }
+}
+
+/// Fairy-Stockfish (PyPI's pyffish) reads our ICCS export by the PGN grammar and finds every
+/// move legal in sequence: the file is what other Xiangqi tools read, not only what our parsers do.
+#[test]
+fn pyffish_finds_every_move_of_an_iccs_export_legal() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    // Long games, so that captures, checks and late endgames are among the moves.
+    let config = SyntheticConfig { max_plies: 200, policy_moves: 2, ..SyntheticConfig::default() };
+    let (mut writer, _) =
+        DatasetWriter::open(dir.path(), WriterConfig { flush_interval: None, ..WriterConfig::default() }).unwrap();
+    for id in 0..12 {
+        let (game, samples) = random_game(&mut rng, id, &config);
+        writer.append(game, samples).unwrap();
+    }
+    writer.finish().unwrap();
+    let pgn = dir.path().join("games.pgn");
+    let out = xqz(&[
+        "data",
+        "export",
+        dir.path().to_str().unwrap(),
+        "--format",
+        "pgn",
+        "--notation",
+        "iccs",
+        "--out",
+        pgn.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let moves: usize =
+        xqz_dataset::Dataset::open(dir.path()).unwrap().games().unwrap().iter().map(|g| g.moves.len()).sum();
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/pgn_pyffish.py");
+    let checked = Command::new(xqz_test_support::python::python("pyffish")).arg(&script).arg(&pgn).output().unwrap();
+    let report = format!("{}{}", text(&checked.stdout), text(&checked.stderr));
+    assert!(checked.status.success(), "{report}");
+    assert_eq!(report.trim(), format!("ok 12 games {moves} moves"));
 }
 
 #[test]

@@ -27,9 +27,14 @@ fn the_local_pipeline_publishes_models_that_workers_play() {
         log("trainer.log")
     );
 
-    // Without a terminal, the status comes as plain lines.
+    // Without a terminal, the status comes as log lines on stderr; stdout starts with the run's line.
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.lines().any(|l| l.contains("s model v") && l.contains(" games, ")), "{stdout}");
+    assert!(stdout.starts_with("run e2e in ") && stdout.contains(" | dashboard http://"), "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.lines().any(|l| l.contains(" INFO ") && l.contains(" status ") && l.contains(" games=")),
+        "{stderr}"
+    );
 
     let models: Vec<_> = std::fs::read_dir(dir.join("coordinator/models"))
         .unwrap()

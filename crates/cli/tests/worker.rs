@@ -102,7 +102,7 @@ async fn a_stopped_worker_finishes_its_games_in_progress_and_uploads_them() {
     let log = reader.join().unwrap();
     assert!(status.success(), "{log}");
     assert!(log.contains("no new games") && !log.contains("are dropped"), "{log}");
-    let finished = log.matches("worker: finished game").count();
+    let finished = log.matches("finished game").count();
     let mut client = CoordinatorClient::connect(url).await.unwrap();
     let stats = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner();
     assert!(finished >= 2 && stats.games == finished as u64, "{finished} finished, {} stored: {log}", stats.games);

@@ -241,6 +241,18 @@ pub async fn serve(
     let listener = TcpListener::bind(config.listen).await.at(config.listen.to_string())?;
     let addr = listener.local_addr().at(config.listen.to_string())?;
     let (stop_tx, stop_rx) = watch::channel(false);
+    // Workers that fall silent are logged as lost even while nobody else calls.
+    let sweeper = state.clone();
+    let mut sweeping = stop_rx.clone();
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(service::SWEEP_EVERY);
+        loop {
+            tokio::select! {
+                _ = every.tick() => sweeper.sweep(),
+                _ = sweeping.wait_for(|s| *s) => return,
+            }
+        }
+    });
     let (token, publisher) = (config.token.map(Arc::<str>::from), config.publisher_token.map(Arc::<str>::from));
     let metrics_addr = match config.metrics {
         Some(at) => {

@@ -1,5 +1,6 @@
 //! The `xqz.v1.Coordinator` service.
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::mpsc::{SyncSender, sync_channel};
@@ -10,7 +11,8 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::sync::{mpsc, watch};
 use tokio_stream::Stream;
 use tokio_stream::wrappers::ReceiverStream;
-use tonic::{Request, Response, Status, Streaming};
+use tonic::{Code, Request, Response, Status, Streaming};
+use tracing::{debug, error, info, warn};
 use xqz_mcts::OpeningSuite;
 use xqz_proto::v1::coordinator_server::Coordinator;
 use xqz_proto::v1::publish_model_chunk::Part;
@@ -26,6 +28,11 @@ use crate::worker_ids::WorkerIds;
 
 /// Workers silent for longer are not counted as alive.
 const ALIVE_WINDOW: Duration = Duration::from_secs(60);
+/// How often the coordinator looks for workers that fell silent, so that a lost worker is logged
+/// even while no other worker calls.
+pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(5);
+/// Longest text a client chose (an id, a key, a name) that a log line quotes.
+const LOGGED_BYTES: usize = 96;
 /// Size of a `DownloadModel` chunk.
 const CHUNK_BYTES: usize = 1 << 20;
 /// Most requests committed together. Each is bounded by [`Limits`], so this bounds a group's
@@ -47,6 +54,31 @@ fn key_reused(key: &str) -> Status {
         "idempotency key {key:?} was used before for other games; a retry must resend the same games, new games \
          need a new key"
     ))
+}
+
+/// At most the first [`LOGGED_BYTES`] bytes of `text`, cut at a character boundary: a client
+/// may send megabytes where a short id is expected, and the log quotes only enough to recognise it.
+fn clip(text: &str) -> &str {
+    let mut end = text.len().min(LOGGED_BYTES);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
+/// Removes from `workers` those last heard from more than `window` before `now`, and returns
+/// them: each worker is lost once, and counts as new if it is heard from again.
+fn forget_silent(
+    workers: &mut HashMap<String, WorkerSeen>,
+    now: Instant,
+    window: Duration,
+) -> Vec<(String, WorkerSeen)> {
+    let silent: Vec<String> = workers
+        .iter()
+        .filter(|(_, seen)| now.saturating_duration_since(seen.last_seen) > window)
+        .map(|(id, _)| id.clone())
+        .collect();
+    silent.into_iter().filter_map(|id| workers.remove_entry(&id)).collect()
 }
 
 /// What this coordinator has heard from a live worker.
@@ -136,26 +168,60 @@ impl State {
         Ok(())
     }
 
-    /// Notes that `worker_id` was heard from, and forgets workers silent for longer than the
-    /// alive window, so that the map holds only live workers whatever ids clients send.
+    /// The live workers, after forgetting (and logging) those silent for longer than the alive
+    /// window, so that the map holds only live workers whatever ids clients send.
+    fn live(&self) -> MutexGuard<'_, HashMap<String, WorkerSeen>> {
+        let mut workers = lock(&self.workers);
+        for (worker, seen) in forget_silent(&mut workers, Instant::now(), ALIVE_WINDOW) {
+            warn!(
+                worker = %worker,
+                silent_s = seen.last_seen.elapsed().as_secs(),
+                games = seen.games,
+                "worker lost: not heard from within {}s",
+                ALIVE_WINDOW.as_secs()
+            );
+        }
+        workers
+    }
+
+    /// Forgets the workers that fell silent (logging each once); run every [`SWEEP_EVERY`].
+    pub fn sweep(&self) {
+        drop(self.live());
+    }
+
+    /// Notes a worker that Register just issued `worker_id` to.
+    fn joined(&self, worker_id: &str) {
+        info!(worker = %worker_id, name = %WorkerIds::name_of(worker_id), "worker joined");
+        self.note(worker_id, 0, 0, true);
+    }
+
+    /// Notes that `worker_id` was heard from.
     fn touch(&self, worker_id: &str) {
-        self.heard(worker_id, 0, 0);
+        self.note(worker_id, 0, 0, false);
     }
 
     /// [`State::touch`], crediting the worker with stored games and samples.
     fn heard(&self, worker_id: &str, games: u64, samples: u64) {
+        self.note(worker_id, games, samples, false);
+    }
+
+    /// Notes a call from `worker_id`. One not counted as alive that did not just register (back
+    /// after a silence, or after a restart of the coordinator) is logged.
+    fn note(&self, worker_id: &str, games: u64, samples: u64, registered: bool) {
         if worker_id.is_empty() {
             return;
         }
         let now = Instant::now();
-        let mut workers = lock(&self.workers);
-        workers.retain(|_, seen| seen.last_seen.elapsed() <= ALIVE_WINDOW);
-        let seen = workers.entry(worker_id.to_string()).or_insert(WorkerSeen {
-            first_seen: now,
-            last_seen: now,
-            games: 0,
-            samples: 0,
-        });
+        let mut workers = self.live();
+        let seen = match workers.entry(worker_id.to_string()) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                if !registered {
+                    info!(worker = %clip(worker_id), "worker back: heard from again after a silence or a restart");
+                }
+                entry.insert(WorkerSeen { first_seen: now, last_seen: now, games: 0, samples: 0 })
+            }
+        };
         seen.last_seen = now;
         seen.games += games;
         seen.samples += samples;
@@ -163,17 +229,12 @@ impl State {
 
     /// Workers heard from within the last minute.
     pub fn workers_alive(&self) -> u64 {
-        lock(&self.workers).values().filter(|w| w.last_seen.elapsed() <= ALIVE_WINDOW).count() as u64
+        self.live().len() as u64
     }
 
     /// The workers heard from within the last minute, by id.
     pub fn live_workers(&self) -> Vec<(String, WorkerSeen)> {
-        let workers = lock(&self.workers);
-        let mut live: Vec<_> = workers
-            .iter()
-            .filter(|(_, w)| w.last_seen.elapsed() <= ALIVE_WINDOW)
-            .map(|(id, w)| (id.clone(), *w))
-            .collect();
+        let mut live: Vec<_> = self.live().iter().map(|(id, w)| (id.clone(), *w)).collect();
         live.sort_by(|a, b| a.0.cmp(&b.0));
         live
     }
@@ -325,6 +386,62 @@ impl CoordinatorService {
         state.metrics.duplicates.inc_by(u64::from(done.duplicates));
         Ok(SubmitGamesResponse { accepted: done.accepted, duplicates: done.duplicates, replayed_batch: false })
     }
+
+    /// Stores a published model and announces it (`PublishModel` without its log line on failure).
+    async fn publish(&self, request: Request<Streaming<PublishModelChunk>>) -> Result<PublishModelResponse, Status> {
+        if request.extensions().get::<crate::Role>() != Some(&crate::Role::Publisher) {
+            return Err(Status::permission_denied(
+                "this credential may not publish models: publishing takes the trainer's token",
+            ));
+        }
+        let mut stream = request.into_inner();
+        let header = match stream.message().await? {
+            Some(PublishModelChunk { part: Some(Part::Header(h)) }) => h,
+            _ => return Err(Status::invalid_argument("the first PublishModel message must be the header")),
+        };
+        let limit = self.state.limits.max_model_bytes;
+        let mut weights = Vec::new();
+        while let Some(chunk) = stream.message().await? {
+            match chunk.part {
+                Some(Part::Data(data)) => {
+                    if weights.len() + data.len() > limit {
+                        return Err(Status::resource_exhausted(format!("model larger than {limit} bytes")));
+                    }
+                    weights.extend_from_slice(&data);
+                }
+                _ => return Err(Status::invalid_argument("only weight chunks may follow the header")),
+            }
+        }
+        let state = self.state.clone();
+        let published = tokio::task::spawn_blocking(move || {
+            let mut settings = state.settings.write().unwrap_or_else(|e| e.into_inner());
+            let model = state.registry.publish(&header.metadata_json, &header.publisher, &weights, now_ms())?;
+            let changed = settings.on_model(model.version).map(|changed| (settings.current().0, changed));
+            Ok::<_, PublishError>((model, changed))
+        })
+        .await
+        .map_err(|e| Status::internal(format!("publish task: {e}")))?;
+        match published {
+            Ok((model, Ok((settings_version, settings_changed)))) => {
+                info!(
+                    version = model.version,
+                    settings_version,
+                    settings_changed,
+                    publisher = %clip(&model.published_by),
+                    bytes = model.weights_bytes,
+                    "model published and announced"
+                );
+                Ok(PublishModelResponse { version: model.version })
+            }
+            // The model stands; the settings stay as they were until the next model tries again.
+            Ok((model, Err(e))) => Err(Status::internal(format!(
+                "model v{} is published, but the settings it brings could not be stored: {e}",
+                model.version
+            ))),
+            Err(PublishError::Invalid(message)) => Err(Status::invalid_argument(message)),
+            Err(PublishError::Storage(e)) => Err(Status::internal(format!("storing the model failed: {e}"))),
+        }
+    }
 }
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
@@ -333,7 +450,7 @@ type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'stati
 impl Coordinator for CoordinatorService {
     async fn register(&self, request: Request<RegisterRequest>) -> Result<Response<RegisterResponse>, Status> {
         let worker_id = self.state.worker_ids.issue(&request.into_inner().name);
-        self.state.touch(&worker_id);
+        self.state.joined(&worker_id);
         Ok(Response::new(RegisterResponse {
             worker_id,
             current_model: self.state.registry.latest().map(|m| self.announce(m)),
@@ -438,8 +555,32 @@ impl Coordinator for CoordinatorService {
         request: Request<SubmitGamesRequest>,
     ) -> Result<Response<SubmitGamesResponse>, Status> {
         let started = Instant::now();
-        let result = self.submit(request.into_inner()).await;
+        let request = request.into_inner();
+        let (worker, key, games) = (request.worker_id.clone(), request.idempotency_key.clone(), request.games.len());
+        let result = self.submit(request).await;
         self.state.metrics.observe_ingest(started.elapsed());
+        match &result {
+            Ok(done) => debug!(
+                worker = %clip(&worker),
+                key = %clip(&key),
+                accepted = done.accepted,
+                duplicates = done.duplicates,
+                replayed_batch = done.replayed_batch,
+                "batch stored"
+            ),
+            // Our failure, not the batch's: the worker keeps it and retries.
+            Err(status) if status.code() == Code::Internal => {
+                error!(worker = %clip(&worker), key = %clip(&key), games, reason = status.message(), "batch not stored")
+            }
+            Err(status) => warn!(
+                worker = %clip(&worker),
+                key = %clip(&key),
+                games,
+                code = ?status.code(),
+                reason = status.message(),
+                "batch rejected"
+            ),
+        }
         result.map(Response::new)
     }
 
@@ -447,53 +588,15 @@ impl Coordinator for CoordinatorService {
         &self,
         request: Request<Streaming<PublishModelChunk>>,
     ) -> Result<Response<PublishModelResponse>, Status> {
-        if request.extensions().get::<crate::Role>() != Some(&crate::Role::Publisher) {
-            return Err(Status::permission_denied(
-                "this credential may not publish models: publishing takes the trainer's token",
-            ));
-        }
-        let mut stream = request.into_inner();
-        let header = match stream.message().await? {
-            Some(PublishModelChunk { part: Some(Part::Header(h)) }) => h,
-            _ => return Err(Status::invalid_argument("the first PublishModel message must be the header")),
-        };
-        let limit = self.state.limits.max_model_bytes;
-        let mut weights = Vec::new();
-        while let Some(chunk) = stream.message().await? {
-            match chunk.part {
-                Some(Part::Data(data)) => {
-                    if weights.len() + data.len() > limit {
-                        return Err(Status::resource_exhausted(format!("model larger than {limit} bytes")));
-                    }
-                    weights.extend_from_slice(&data);
-                }
-                _ => return Err(Status::invalid_argument("only weight chunks may follow the header")),
+        let answer = self.publish(request).await;
+        match &answer {
+            Err(status) if status.code() == Code::Internal => {
+                error!(code = ?status.code(), reason = status.message(), "model not published")
             }
+            Err(status) => warn!(code = ?status.code(), reason = status.message(), "model refused"),
+            Ok(_) => {}
         }
-        let state = self.state.clone();
-        let published = tokio::task::spawn_blocking(move || {
-            let mut settings = state.settings.write().unwrap_or_else(|e| e.into_inner());
-            let model = state.registry.publish(&header.metadata_json, &header.publisher, &weights, now_ms())?;
-            let changed = settings.on_model(model.version).map(|changed| changed.then(|| settings.current().0));
-            Ok::<_, PublishError>((model, changed))
-        })
-        .await
-        .map_err(|e| Status::internal(format!("publish task: {e}")))?;
-        match published {
-            Ok((model, Ok(changed))) => {
-                if let Some(version) = changed {
-                    println!("model v{} brings settings version {version}", model.version);
-                }
-                Ok(Response::new(PublishModelResponse { version: model.version }))
-            }
-            // The model stands; the settings stay as they were until the next model tries again.
-            Ok((model, Err(e))) => Err(Status::internal(format!(
-                "model v{} is published, but the settings it brings could not be stored: {e}",
-                model.version
-            ))),
-            Err(PublishError::Invalid(message)) => Err(Status::invalid_argument(message)),
-            Err(PublishError::Storage(e)) => Err(Status::internal(format!("storing the model failed: {e}"))),
-        }
+        answer.map(Response::new)
     }
 
     async fn get_stats(&self, _request: Request<GetStatsRequest>) -> Result<Response<Stats>, Status> {
@@ -514,5 +617,36 @@ impl Coordinator for CoordinatorService {
                 .collect(),
             duplicate_games: self.state.metrics.duplicates.get(),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_worker_silent_past_the_window_is_lost_once() {
+        let start = Instant::now();
+        let at = |s: u64| start + Duration::from_secs(s);
+        let seen = |last: Instant| WorkerSeen { first_seen: start, last_seen: last, games: 3, samples: 90 };
+        let mut workers = HashMap::from([("quiet".to_string(), seen(at(0))), ("busy".to_string(), seen(at(50)))]);
+        let window = Duration::from_secs(60);
+
+        let lost = forget_silent(&mut workers, at(61), window);
+        assert_eq!(lost.iter().map(|(id, w)| (id.as_str(), w.games)).collect::<Vec<_>>(), [("quiet", 3)]);
+        assert!(forget_silent(&mut workers, at(61), window).is_empty(), "a lost worker is reported once");
+        // Silent for exactly the window still counts as alive.
+        assert!(forget_silent(&mut workers, at(110), window).is_empty());
+        assert_eq!(forget_silent(&mut workers, at(111), window).len(), 1);
+        assert!(workers.is_empty());
+    }
+
+    #[test]
+    fn logged_client_text_is_clipped_at_a_character_boundary() {
+        assert_eq!(clip("box1-00ab.cd"), "box1-00ab.cd");
+        let long = "é".repeat(LOGGED_BYTES);
+        assert_eq!(clip(&long).len(), LOGGED_BYTES);
+        let odd = format!("x{long}");
+        assert_eq!(clip(&odd).len(), LOGGED_BYTES - 1, "a two-byte character is not cut in half");
     }
 }

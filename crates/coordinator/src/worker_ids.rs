@@ -75,6 +75,12 @@ impl WorkerIds {
         format!("{body}.{tag}")
     }
 
+    /// The name part of an id that [`WorkerIds::issue`] made (`box1` of `box1-NONCE.TAG`).
+    pub fn name_of(id: &str) -> &str {
+        let body = id.rsplit_once('.').map_or(id, |(body, _)| body);
+        body.rsplit_once('-').map_or(body, |(name, _)| name)
+    }
+
     /// Whether `id` is one this coordinator issued (under this key).
     pub fn check(&self, id: &str) -> bool {
         let Some((body, tag)) = id.rsplit_once('.') else { return false };
@@ -138,6 +144,7 @@ mod tests {
         assert!(!WorkerIds::open(other.path()).unwrap().check(&id));
         assert_ne!(ids.issue("host7"), ids.issue("host7"), "each Register gets its own id");
         assert!(ids.issue("").starts_with("w-"));
+        assert_eq!(WorkerIds::name_of(&ids.issue("rack-3.b")), "rack-3.b");
     }
 
     #[test]

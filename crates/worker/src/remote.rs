@@ -36,6 +36,7 @@ use tonic::service::Interceptor;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::Channel;
 use tonic::{Code, Status};
+use tracing::{error, info, warn};
 use xqz_mcts::{EvalError, Evaluator, LiveConfig, OpeningSuite, PlaySettings, SelfPlayConfig, self_play_live};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{
@@ -237,7 +238,7 @@ impl Session {
             match call(client.register(request.clone())).await {
                 Ok(answer) => break answer,
                 Err(status) if classify(status.code()) == Failure::Transient => {
-                    eprintln!("worker: register: {} (retrying)", status.message());
+                    warn!(code = ?status.code(), reason = status.message(), "register failed; retrying");
                     wait(&mut backoff).await;
                 }
                 Err(status) => return Err(RemoteError::Refused { call: "Register", status: Box::new(status) }),
@@ -246,7 +247,7 @@ impl Session {
         let settings = settings_from_wire(answer.settings.as_ref().ok_or(RemoteError::NoSettings)?)?;
         let openings = answer.openings.as_ref().map(suite_from_wire).transpose()?.map(Arc::new);
         if let Some(suite) = &openings {
-            eprintln!("worker: opening suite {:016x}, {} positions", suite.id(), suite.len());
+            info!(suite = format!("{:016x}", suite.id()), positions = suite.len(), "opening suite");
         }
         Ok(Session {
             client,
@@ -293,16 +294,13 @@ impl Session {
             .await
             .expect("spool open does not panic")?;
         if spool.had_torn_tail() {
-            eprintln!("worker: dropped a half-written batch at the end of the spool");
+            warn!("dropped a half-written batch at the end of the spool");
         }
         for file in spool.quarantined() {
-            eprintln!(
-                "worker: a damaged stretch of the spool was moved to {}; the batches after it are kept",
-                file.display()
-            );
+            warn!(moved_to = %file.display(), "a damaged stretch of the spool was set aside; the batches after it are kept");
         }
         if !spool.is_empty() {
-            eprintln!("worker: {} batches from an earlier run are waiting for upload", spool.len());
+            info!(batches = spool.len(), "batches from an earlier run are waiting for upload");
         }
         let spool = Arc::new(Mutex::new(spool));
         let version = Arc::new(AtomicU64::new(model_version));
@@ -328,7 +326,7 @@ impl Session {
                             // The receiver lives until this closure is dropped.
                             let _ = games_tx.send(xqz_proto::wire::encode_game(&record, &samples));
                         }
-                        Err(e) => eprintln!("worker: game {} cannot be recorded: {e}", game.index),
+                        Err(e) => error!(game = game.index, error = %e, "a finished game cannot be recorded"),
                     }
                 })
             })
@@ -366,17 +364,22 @@ impl Session {
             None => {
                 live.close();
                 let drain = self.config.drain;
-                eprintln!("worker: stopping; no new games, those in progress have {drain:?} to finish");
+                info!(
+                    drain_s = drain.as_secs_f64(),
+                    "stopping: no new games, those in progress have the drain time to finish"
+                );
                 match tokio::time::timeout(drain, &mut player).await {
                     Ok(done) => played = Some(done),
-                    Err(_) => eprintln!("worker: games still in progress after {drain:?} are dropped"),
+                    Err(_) => {
+                        warn!(drain_s = drain.as_secs_f64(), "games still in progress after the drain time are dropped")
+                    }
                 }
                 stop.store(true, Ordering::SeqCst);
                 match tokio::time::timeout(SHUTDOWN_GRACE, &mut uploader).await {
                     Ok(uploaded) => uploaded,
                     Err(_) => {
                         uploader.abort();
-                        eprintln!("worker: upload unfinished; the spool is sent on the next start");
+                        warn!("upload unfinished; the spool is sent on the next start");
                         Ok(Ok(0))
                     }
                 }
@@ -451,9 +454,9 @@ async fn batch_games(
                 worker_id: batcher.worker_id.clone(),
                 games: std::mem::take(&mut pending),
             };
-            // Each finished game, once durable here, is named on stderr: what a run can check the
+            // Each finished game, once durable here, is logged: what a run can check the
             // coordinator's dataset against.
-            let ids: Vec<String> = batch
+            let ids: Vec<(xqz_dataset::GameId, u64)> = batch
                 .games
                 .iter()
                 .map(|g| {
@@ -463,12 +466,12 @@ async fn batch_games(
                         .try_into()
                         .map(xqz_dataset::GameId)
                         .expect("encode_game writes 16-byte ids");
-                    format!("{id} v{}", g.model_version)
+                    (id, g.model_version)
                 })
                 .collect();
             with_spool(&spool, move |s| s.push(&batch)).await?;
-            for id in ids {
-                eprintln!("worker: finished game {id}");
+            for (id, model_version) in ids {
+                info!(game = %id, model_version, "finished game");
             }
             let _ = spooled.send(());
             tick.reset();
@@ -511,22 +514,30 @@ async fn upload(
                 with_spool(&spool, move |s| s.remove(&key)).await?;
                 uploaded += games;
                 metrics.uploaded(games);
-                let how = if answer.replayed_batch { " (already had the batch)" } else { "" };
-                eprintln!(
-                    "worker: uploaded {games} games: {} accepted, {} duplicates{how}",
-                    answer.accepted, answer.duplicates
+                info!(
+                    games,
+                    accepted = answer.accepted,
+                    duplicates = answer.duplicates,
+                    replayed_batch = answer.replayed_batch,
+                    "uploaded a batch"
                 );
             }
             Err(status) => match classify(status.code()) {
                 Failure::Transient => {
-                    eprintln!("worker: upload failed ({:?}: {}); retrying", status.code(), status.message());
+                    warn!(code = ?status.code(), reason = status.message(), "upload failed; retrying");
                     wait(&mut backoff).await;
                 }
                 Failure::Rejected => {
                     metrics.rejected();
                     let dir = dir.join("rejected");
                     let message = format!("{:?}: {}\n", status.code(), status.message());
-                    eprintln!("worker: batch {key} rejected, kept in {}: {message}", dir.display());
+                    error!(
+                        key = %key,
+                        code = ?status.code(),
+                        reason = status.message(),
+                        kept_in = %dir.display(),
+                        "batch rejected by the coordinator"
+                    );
                     with_spool(&spool, move |s| {
                         set_aside(&dir, &batch, &message).map_err(|source| SpoolError { path: dir, source })?;
                         s.remove(&batch.idempotency_key)
@@ -573,12 +584,17 @@ fn follow_settings(model: &ModelAnnouncement, config: &RemoteConfig, live: &Live
     }
     match settings_from_wire(wire) {
         Ok(settings) => {
-            eprintln!("worker: new games play under settings v{}", settings.1);
+            info!(settings_version = settings.1, "new games play under the announced settings");
             // The suite is the coordinator's for the session; settings announced later keep it.
             live.replace(self_play_config(&settings, live.current().openings.clone(), config));
         }
         Err(e) => {
-            eprintln!("worker: keeping settings v{}: announced v{}: {e}", live.current().settings_version, wire.version)
+            warn!(
+                kept = live.current().settings_version,
+                announced = wire.version,
+                error = %e,
+                "keeping the settings in force: the announced ones cannot be used"
+            )
         }
     }
 }
@@ -608,11 +624,11 @@ async fn watch_models<H: ModelHost>(
                                     version.store(model.version, Ordering::SeqCst);
                                     config.metrics.playing(model.version);
                                     backoff.reset();
-                                    eprintln!("worker: now playing with model v{}", model.version);
+                                    info!(model_version = model.version, "now playing with the new model");
                                 }
                                 Err(e) => {
                                     // Reconnecting announces it again.
-                                    eprintln!("worker: {e}");
+                                    warn!(model_version = model.version, error = %e, "cannot install the model; retrying");
                                     break;
                                 }
                             }
@@ -620,14 +636,14 @@ async fn watch_models<H: ModelHost>(
                         Ok(Some(model)) => follow_settings(&model, &config, &live),
                         Ok(None) => break,
                         Err(status) => {
-                            eprintln!("worker: model announcements: {}", status.message());
+                            warn!(code = ?status.code(), reason = status.message(), "model announcements broke off; reconnecting");
                             break;
                         }
                     }
                 }
             }
             Err(status) if classify(status.code()) == Failure::Fatal => {
-                eprintln!("worker: cannot follow models ({:?}: {}); keeping this one", status.code(), status.message());
+                error!(code = ?status.code(), reason = status.message(), "cannot follow models; keeping this one");
                 return;
             }
             Err(_) => {}
@@ -672,7 +688,7 @@ async fn heartbeats(
             Ok(_) => healthy = true,
             Err(status) if healthy => {
                 healthy = false;
-                eprintln!("worker: heartbeat failed: {}", status.message());
+                warn!(code = ?status.code(), reason = status.message(), "heartbeat failed");
             }
             Err(_) => {}
         }
@@ -726,7 +742,12 @@ async fn download(mut client: Client, cache: &Path, model: &ModelAnnouncement) -
             Ok(false) => wait(&mut backoff).await,
             Err(Fetch::Io(e)) => return Err(io(&part, e)),
             Err(Fetch::Status(status)) if classify(status.code()) == Failure::Transient => {
-                eprintln!("worker: download of model v{version} broke at byte {have}: {}; resuming", status.message());
+                warn!(
+                    model_version = version,
+                    at_byte = have,
+                    reason = status.message(),
+                    "model download broke off; resuming"
+                );
                 wait(&mut backoff).await;
             }
             Err(Fetch::Status(status)) => {

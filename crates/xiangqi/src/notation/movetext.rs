@@ -84,9 +84,9 @@ impl FromStr for MoveNotation {
 }
 
 /// One game as PGN text: the standard tags, the caller's `tags` (`Event`, `Red`, `Black`,
-/// `Result`, ...), the moves numbered in `notation`, then `result` (`1-0`, `0-1`, `1/2-1/2` or
-/// `*`) with an optional `{comment}`. Tag values are escaped; the ply of the first illegal move
-/// is the error.
+/// `Result`, ...), the moves numbered in `notation`, an optional `{comment}`, then `result`
+/// (`1-0`, `0-1`, `1/2-1/2` or `*`), the game termination marker, which PGN readers take as the
+/// last token of a game. Tag values are escaped; the ply of the first illegal move is the error.
 ///
 /// ```
 /// use xiangqi::Position;
@@ -100,6 +100,9 @@ impl FromStr for MoveNotation {
 /// assert!(text.ends_with("1. 炮二平五 马8进7\n2. 马二进三\n*\n\n"), "{text}");
 /// let iccs = pgn(&tags, &start, &moves, MoveNotation::Iccs, "*", None).unwrap();
 /// assert!(iccs.contains("1. H2-E2 H9-G7\n"), "{iccs}");
+/// // A comment comes before the result, which ends the game.
+/// let commented = pgn(&tags, &start, &moves, MoveNotation::Iccs, "*", Some("adjourned")).unwrap();
+/// assert!(commented.ends_with("2. H0-G2\n{adjourned} *\n\n"), "{commented}");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn pgn(
@@ -144,13 +147,9 @@ pub fn pgn(
     if !line.is_empty() {
         let _ = writeln!(text, "{}", line.trim_end());
     }
-    match comment {
-        Some(comment) => {
-            let _ = writeln!(text, "{result} {{{}}}\n", comment.replace('}', ")"));
-        }
-        None => {
-            let _ = writeln!(text, "{result}\n");
-        }
+    if let Some(comment) = comment {
+        let _ = write!(text, "{{{}}} ", comment.replace('}', ")"));
     }
+    let _ = writeln!(text, "{result}\n");
     Ok(text)
 }
