@@ -3,12 +3,14 @@
 use std::collections::HashMap;
 use std::fs;
 use std::hash::{BuildHasherDefault, Hasher};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params};
+use xiangqi::notation::{PgnError, PgnErrorKind, PgnReader, PgnResult};
 use xiangqi::{Color, Move, Position};
 use xqz_dataset::manifest::MANIFEST_FILE;
-use xqz_dataset::{Dataset, GameRecord, encode_board};
+use xqz_dataset::{Dataset, GameRecord, GameResult, encode_board};
 
 use crate::canon::{Canonical, KeyFn, zobrist};
 use crate::ecco::{Classifier, OPENINGS};
@@ -41,6 +43,38 @@ pub struct BuildSummary {
     pub positions: u64,
     /// Position-move rows written.
     pub moves: u64,
+}
+
+/// What [`BookBuilder::add_pgn`] read from one file.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct PgnImport {
+    /// Games counted.
+    pub imported: u64,
+    /// Games left out (each reported as a [`SkippedGame`]).
+    pub skipped: u64,
+}
+
+/// A game of a PGN file left out of the book.
+#[derive(Debug, thiserror::Error)]
+#[error("{}:{line}: {reason}", path.display())]
+pub struct SkippedGame {
+    /// The file.
+    pub path: PathBuf,
+    /// The line where the game, or what is wrong with it, is.
+    pub line: usize,
+    /// Why it was left out.
+    pub reason: SkipReason,
+}
+
+/// Why a PGN game was left out of a book.
+#[derive(Debug, thiserror::Error)]
+pub enum SkipReason {
+    /// It does not read or does not replay.
+    #[error(transparent)]
+    Pgn(PgnErrorKind),
+    /// Its result is `*`: no win, draw or loss to count, so it would skew the move's scores.
+    #[error("result * (unfinished or unknown): only games with a result are counted")]
+    NoResult,
 }
 
 /// One move's counts in one position, in the book frame.
@@ -176,18 +210,75 @@ impl BookBuilder {
 
     /// Counts one game: each of its first `max_ply` positions with the move played there.
     pub fn add_game(&mut self, game: &GameRecord) -> Result<()> {
-        let mut pos = game.start_position()?;
+        self.add_moves(game.start_position()?, &game.moves, game.result, || game.game_id.to_string())
+    }
+
+    /// Counts every game of the PGN file at `path` (read streaming, one game at a time) and
+    /// reports each game left out to `skipped`: games that do not read or replay
+    /// ([`xiangqi::notation::PgnReader`]), and games without a result (`*`), which have no win,
+    /// draw or loss to count. Only a failure to read the file is an error.
+    ///
+    /// ```
+    /// use xqz_book::{BookBuilder, BuildConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let pgn = dir.path().join("games.pgn");
+    /// std::fs::write(&pgn, "[Result \"1-0\"]\n\n1. 炮二平五 马8进7 1-0\n\n[Result \"*\"]\n\n1. h2e2 *\n")?;
+    /// let mut builder = BookBuilder::new(BuildConfig::default());
+    /// let mut skipped = Vec::new();
+    /// let import = builder.add_pgn(&pgn, |s| skipped.push(s.to_string()))?;
+    /// assert_eq!((import.imported, import.skipped), (1, 1));
+    /// assert!(skipped[0].ends_with("games.pgn:5: result * (unfinished or unknown): only games with a result are counted"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn add_pgn(&mut self, path: &Path, mut skipped: impl FnMut(SkippedGame)) -> Result<PgnImport> {
+        let io = |source| BookError::Io { path: path.to_path_buf(), source };
+        let file = fs::File::open(path).map_err(io)?;
+        let mut import = PgnImport::default();
+        for game in PgnReader::new(BufReader::new(file)) {
+            let game = match game.and_then(|g| Ok((g.line, g.resolve()?))) {
+                Ok(game) => game,
+                Err(PgnError { kind: PgnErrorKind::Io(source), .. }) => return Err(io(source)),
+                Err(PgnError { line, kind }) => {
+                    import.skipped += 1;
+                    skipped(SkippedGame { path: path.to_path_buf(), line, reason: SkipReason::Pgn(kind) });
+                    continue;
+                }
+            };
+            let (line, game) = game;
+            let result = match game.result {
+                PgnResult::RedWin => GameResult::RedWin,
+                PgnResult::BlackWin => GameResult::BlackWin,
+                PgnResult::Draw => GameResult::Draw,
+                PgnResult::Unknown => {
+                    import.skipped += 1;
+                    skipped(SkippedGame { path: path.to_path_buf(), line, reason: SkipReason::NoResult });
+                    continue;
+                }
+            };
+            self.add_moves(game.start, &game.moves, result, || format!("{}:{line}", path.display()))?;
+            import.imported += 1;
+        }
+        Ok(import)
+    }
+
+    /// Counts the game `moves` from `start`; `name` names it in an error.
+    fn add_moves(
+        &mut self,
+        start: Position,
+        moves: &[Move],
+        result: GameResult,
+        name: impl Fn() -> String,
+    ) -> Result<()> {
+        let mut pos = start;
         // The mirror is played along so that its hash is at hand when it is the book frame.
         let mut mirror = pos.mirror();
         let standard = pos.turn() == Color::Red && encode_board(&pos) == self.start_board;
         let mut classifier = standard.then(Classifier::new);
-        let length = game.moves.len() as u64;
-        for (ply, &mv) in game.moves.iter().enumerate().take(self.config.max_ply as usize) {
+        let length = moves.len() as u64;
+        for (ply, &mv) in moves.iter().enumerate().take(self.config.max_ply as usize) {
             if !pos.is_legal(mv) {
-                return Err(BookError::BadGame {
-                    game: game.game_id.to_string(),
-                    message: format!("illegal move {mv} at ply {ply}"),
-                });
+                return Err(BookError::BadGame { game: name(), message: format!("illegal move {mv} at ply {ply}") });
             }
             let canonical = Canonical::of(&pos);
             let key = (self.key)(if canonical.mirrored { &mirror } else { &pos });
@@ -211,7 +302,7 @@ impl BookBuilder {
                 }
             };
             edge.games += 1;
-            match game.result.score_for(pos.turn()) {
+            match result.score_for(pos.turn()) {
                 1 => edge.wins += 1,
                 0 => edge.draws += 1,
                 _ => edge.losses += 1,

@@ -66,8 +66,9 @@
 //!
 //! # Building
 //!
-//! [`BookBuilder`] counts games in memory (hash maps keyed by the Zobrist key, each entry
-//! confirmed by its board) and [`BookBuilder::write`] writes the file in one transaction, under
+//! [`BookBuilder`] counts games, from datasets or PGN files ([`BookBuilder::add_pgn`]: games that
+//! do not replay or have no result are reported and left out), in memory (hash maps keyed by the
+//! Zobrist key, each entry confirmed by its board) and [`BookBuilder::write`] writes the file in one transaction, under
 //! a temporary name that is renamed into place once complete. An existing book is refused unless
 //! the caller asks for it to be replaced (`xqz book build --force`); books are not merged into,
 //! since a rebuild from the datasets is cheap and never counts a game twice.
@@ -90,7 +91,7 @@ mod html;
 mod schema;
 
 pub use book::{Book, BookMove, Entry, SuiteConfig, SuiteEntry};
-pub use builder::{BookBuilder, BuildConfig, BuildSummary};
+pub use builder::{BookBuilder, BuildConfig, BuildSummary, PgnImport, SkipReason, SkippedGame};
 pub use error::{BookError, Result};
 pub use grow::{GrowConfig, Grower, Grown};
 pub use html::{HtmlConfig, HtmlSummary};

@@ -14,16 +14,21 @@ use xqz_mcts::OpeningSuite;
 
 #[derive(Subcommand)]
 pub enum BookCommand {
-    /// Merge the stored games of dataset folders into an SQLite book (positions and the moves
-    /// played from them, W/D/L for the side to move, ECCO names). An existing book is refused
-    /// unless --force; books are rebuilt from the datasets, never merged into.
+    /// Merge the stored games of dataset folders and PGN files into an SQLite book (positions and
+    /// the moves played from them, W/D/L for the side to move, ECCO names). An existing book is
+    /// refused unless --force; books are rebuilt from their sources, never merged into. A PGN game
+    /// that does not read or replay, or has no result (`*`), is reported with its file and line
+    /// and left out; the rest of the file is imported.
     Build {
         /// The book file to write.
         #[arg(long)]
         out: PathBuf,
         /// A dataset folder (repeat for several).
-        #[arg(long = "data", required = true)]
+        #[arg(long = "data", required_unless_present = "pgn")]
         data: Vec<PathBuf>,
+        /// A PGN file, moves in ICCS, WXF or Chinese notation (repeat for several).
+        #[arg(long = "pgn")]
+        pgn: Vec<PathBuf>,
         /// Count only each game's first P plies.
         #[arg(long, default_value_t = BuildConfig::default().max_ply)]
         max_ply: u32,
@@ -142,8 +147,8 @@ pub fn load_suite(path: &Path) -> Result<OpeningSuite> {
 
 pub fn run(command: BookCommand) -> Result<()> {
     match command {
-        BookCommand::Build { out, data, max_ply, min_games, force } => {
-            build(&out, &data, BuildConfig { max_ply, min_games }, force)
+        BookCommand::Build { out, data, pgn, max_ply, min_games, force } => {
+            build(&out, &data, &pgn, BuildConfig { max_ply, min_games }, force)
         }
         #[cfg(feature = "torch")]
         BookCommand::Grow(args) => crate::book_grow::run(&args),
@@ -209,7 +214,10 @@ fn export_suite(path: &std::path::Path, out: &std::path::Path, config: SuiteConf
     Ok(())
 }
 
-fn build(out: &std::path::Path, data: &[PathBuf], config: BuildConfig, force: bool) -> Result<()> {
+/// Skipped PGN games printed per file; the rest are only counted.
+const SKIPS_SHOWN: u64 = 20;
+
+fn build(out: &std::path::Path, data: &[PathBuf], pgn: &[PathBuf], config: BuildConfig, force: bool) -> Result<()> {
     // Checked before the datasets are read, so that a refusal comes at once.
     if out.exists() && !force {
         bail!("{} already exists (pass --force to replace it)", out.display());
@@ -219,6 +227,19 @@ fn build(out: &std::path::Path, data: &[PathBuf], config: BuildConfig, force: bo
     for dir in data {
         let games = builder.add_dataset(dir).with_context(|| format!("reading {}", dir.display()))?;
         eprintln!("{}: {games} games", dir.display());
+    }
+    for file in pgn {
+        let mut shown = 0;
+        let import = builder.add_pgn(file, |skipped| {
+            shown += 1;
+            if shown <= SKIPS_SHOWN {
+                eprintln!("skipped {skipped}");
+            }
+        })?;
+        if import.skipped > SKIPS_SHOWN {
+            eprintln!("... and {} more skipped games of {}", import.skipped - SKIPS_SHOWN, file.display());
+        }
+        eprintln!("{}: {} games imported, {} skipped", file.display(), import.imported, import.skipped);
     }
     let summary = builder.write(out, force)?;
     let secs = start.elapsed().as_secs_f64();

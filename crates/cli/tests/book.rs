@@ -109,6 +109,55 @@ fn book_build_refuses_bad_inputs() {
 }
 
 #[test]
+fn book_build_from_exported_pgn_matches_the_dataset_and_skips_broken_games() {
+    let root = tempfile::tempdir().unwrap();
+    let book = built(root.path());
+    let data = root.path().join("data");
+    let lines = ["", "h2e2", "h2e2 h9g7", "h2e2 h9g7 h0g2"];
+    let probes = |book: &str| -> Vec<String> {
+        lines.iter().map(|moves| text(&xqz(&["book", "probe", book, "--moves", moves, "--json"]).stdout)).collect()
+    };
+    let expected = probes(&book);
+    for notation in ["iccs", "wxf", "chinese"] {
+        let pgn = root.path().join(format!("{notation}.pgn"));
+        let pgn_arg = pgn.to_str().unwrap();
+        let out = xqz(&[
+            "data",
+            "export",
+            data.to_str().unwrap(),
+            "--format",
+            "pgn",
+            "--notation",
+            notation,
+            "--out",
+            pgn_arg,
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        // A broken game after the exported ones: reported, and the others still imported.
+        let mut games = std::fs::read_to_string(&pgn).unwrap();
+        let broken_line = games.lines().count() + 3;
+        games.push_str("[Game \"Chinese Chess\"]\n\n1. h2e2 h2e9 1-0\n");
+        std::fs::write(&pgn, games).unwrap();
+        let from_pgn = root.path().join(format!("{notation}.sqlite"));
+        let out = xqz(&["book", "build", "--out", from_pgn.to_str().unwrap(), "--pgn", pgn_arg]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let stderr = text(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "skipped {pgn_arg}:{broken_line}: ply 1, move \"h2e9\": illegal move h2e9 in this position"
+            )),
+            "{stderr}"
+        );
+        assert!(stderr.contains(&format!("{pgn_arg}: 3 games imported, 1 skipped")), "{stderr}");
+        assert!(text(&out.stdout).contains("3 games, 12 plies, 4 positions, 5 moves"), "{}", text(&out.stdout));
+        assert_eq!(probes(from_pgn.to_str().unwrap()), expected, "{notation}");
+    }
+    let neither = xqz(&["book", "build", "--out", root.path().join("none.sqlite").to_str().unwrap()]);
+    assert!(!neither.status.success());
+    assert!(text(&neither.stderr).contains("--data"), "{}", text(&neither.stderr));
+}
+
+#[test]
 fn book_export_writes_an_opening_suite_that_matches_play_from() {
     let root = tempfile::tempdir().unwrap();
     let book = built(root.path());
