@@ -1,5 +1,7 @@
 //! `xqz bench ingest`: a load generator that plays the part of many workers submitting games to a
-//! coordinator over loopback, and reports validated games/s and request latency.
+//! coordinator over loopback, and reports validated games/s and request latency; of a coordinator
+//! it started, also its peak memory and how many requests shared each commit, optionally with its
+//! dashboard polled as a browser polls it.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -33,6 +35,10 @@ pub struct IngestArgs {
     /// Length cap of the generated games (the started coordinator adjudicates with the same).
     #[arg(long, default_value_t = 160)]
     max_plies: u32,
+    /// Poll the started coordinator's dashboard (its overview and games JSON, and `/metrics`) every
+    /// this many seconds while the load runs, to measure what watching a run costs.
+    #[arg(long)]
+    poll_dashboard: Option<f64>,
     #[command(flatten)]
     output: crate::bench::Output,
 }
@@ -40,7 +46,40 @@ pub struct IngestArgs {
 /// A coordinator started for the benchmark, stopped when dropped.
 struct Started {
     child: Child,
+    /// Its HTTP address (metrics and dashboard).
+    http: String,
     _data: tempfile::TempDir,
+}
+
+impl Started {
+    /// The coordinator's peak resident memory so far, in bytes (Linux).
+    fn peak_rss(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+
+    /// The value of a series of the coordinator's `/metrics`.
+    fn metric(&self, name: &str) -> Option<f64> {
+        let text = http_get(&self.http, "/metrics").ok()?;
+        let line = text.lines().find(|l| l.split(' ').next() == Some(name))?;
+        line[name.len()..].trim().parse().ok()
+    }
+}
+
+/// The body of `GET path` from `addr`, over one plain HTTP/1.1 connection.
+fn http_get(addr: &str, path: &str) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut conn = std::net::TcpStream::connect(addr)?;
+    conn.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(conn, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n")?;
+    let mut text = String::new();
+    conn.read_to_string(&mut text)?;
+    if !text.starts_with("HTTP/1.1 200") {
+        return Err(std::io::Error::other(format!("GET {path}: {}", text.lines().next().unwrap_or(""))));
+    }
+    Ok(text.split_once("\r\n\r\n").map_or(String::new(), |(_, body)| body.to_string()))
 }
 
 impl Drop for Started {
@@ -53,21 +92,30 @@ impl Drop for Started {
 fn start_coordinator(max_plies: u32) -> Result<(String, Started)> {
     use std::io::BufRead;
     let data = tempfile::tempdir()?;
+    // The synthetic games end by the length cap or the rules, never by material adjudication.
     let mut child = Command::new(std::env::current_exe()?)
-        .args(["coordinator", "--listen", "127.0.0.1:0", "--max-plies", &max_plies.to_string(), "--data"])
+        .args(["coordinator", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
+        .args(["--max-plies", &max_plies.to_string(), "--material-adjudication", "0", "--data"])
         .arg(data.path())
+        // A thousand simulated workers would make a thousand "worker joined" lines.
+        .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
         .stdout(Stdio::piped())
         .spawn()
         .context("start the coordinator")?;
     let stdout = child.stdout.take().context("coordinator stdout")?;
     let mut lines = std::io::BufReader::new(stdout).lines();
-    let started = Started { child, _data: data };
+    let mut started = Started { child, http: String::new(), _data: data };
+    let mut grpc = None;
     for line in lines.by_ref() {
-        if let Some(addr) = line?.strip_prefix("listening on ") {
-            let addr = addr.trim().to_string();
+        let line = line?;
+        if let Some(addr) = line.strip_prefix("listening on ") {
+            grpc = Some(format!("http://{}", addr.trim()));
+        } else if let Some(rest) = line.strip_prefix("metrics on http://") {
+            started.http = rest.split('/').next().unwrap_or_default().to_string();
+            let grpc = grpc.context("the coordinator named its HTTP address before its gRPC one")?;
             // Keep draining its output so that it never blocks on a full pipe.
             std::thread::spawn(move || lines.for_each(drop));
-            return Ok((format!("http://{addr}"), started));
+            return Ok((grpc, started));
         }
     }
     bail!("the coordinator exited without saying where it listens")
@@ -108,12 +156,20 @@ pub fn run(args: &IngestArgs) -> Result<()> {
             args.batch
         )
     });
-    let (url, _started) = match &args.coordinator {
+    let (url, started) = match &args.coordinator {
         Some(url) => (url.clone(), None),
         None => {
             let (url, started) = start_coordinator(args.max_plies)?;
             (url, Some(started))
         }
+    };
+    let poll = match (args.poll_dashboard, &started) {
+        (None, _) => None,
+        (Some(secs), Some(started)) if secs > 0.0 && secs.is_finite() => {
+            Some(Poller::start(started.http.clone(), Duration::from_secs_f64(secs)))
+        }
+        (Some(_), Some(_)) => bail!("--poll-dashboard takes a positive number of seconds"),
+        (Some(_), None) => bail!("--poll-dashboard polls the coordinator the benchmark starts, not --coordinator"),
     };
     let runtime = tokio::runtime::Runtime::new()?;
     let (elapsed, mut latencies, accepted) = runtime.block_on(async {
@@ -151,8 +207,12 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         }
         Ok::<_, anyhow::Error>((start.elapsed(), latencies, accepted))
     })?;
+    let polls = poll.map(Poller::stop).transpose()?;
     latencies.sort();
     let secs = elapsed.as_secs_f64();
+    let peak_rss = started.as_ref().and_then(Started::peak_rss);
+    let commits = started.as_ref().and_then(|s| s.metric("xqz_commits_total"));
+    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let (p50, p99) = (ms(percentile(&latencies, 0.5)), ms(percentile(&latencies, 0.99)));
     let max = latencies.last().copied().map_or(0.0, ms);
@@ -160,10 +220,16 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         || {
             format!(
                 "accepted {accepted}/{total} games in {secs:.2}s: {:.0} games/s, {:.0} positions/s\n\
-                 SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests)",
+                 SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests){}{}{}",
                 accepted as f64 / secs,
                 positions as f64 / secs,
-                latencies.len()
+                latencies.len(),
+                commits.map_or(String::new(), |c| format!(
+                    "\ncommits: {c:.0}, {:.1} requests each",
+                    latencies.len() as f64 / c.max(1.0)
+                )),
+                peak_rss.map_or(String::new(), |b| format!("\ncoordinator peak RSS: {:.0} MiB", mib(b))),
+                polls.map_or(String::new(), |n| format!("\ndashboard polled {n} times while it ran")),
             )
         },
         json!({
@@ -182,7 +248,44 @@ pub fn run(args: &IngestArgs) -> Result<()> {
             "latency_p50_ms": p50,
             "latency_p99_ms": p99,
             "latency_max_ms": max,
+            "commits": commits,
+            "coordinator_peak_rss_bytes": peak_rss,
+            "dashboard_polls": polls,
         }),
     );
     Ok(())
+}
+
+/// Polls a dashboard as its page does (the overview, the latest games) and `/metrics`, on a thread
+/// of its own.
+struct Poller {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<std::io::Result<u64>>,
+}
+
+impl Poller {
+    fn start(http: String, every: Duration) -> Poller {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut polls = 0;
+            while !stopped.load(Ordering::Relaxed) {
+                for path in ["/api/overview", "/api/games", "/metrics"] {
+                    http_get(&http, path)?;
+                }
+                polls += 1;
+                std::thread::sleep(every);
+            }
+            Ok(polls)
+        });
+        Poller { stop, thread }
+    }
+
+    /// Stops polling; the number of polls, or the first failed request.
+    fn stop(self) -> Result<u64> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let polls = self.thread.join().map_err(|_| anyhow::anyhow!("the dashboard poller panicked"))?;
+        polls.context("polling the dashboard")
+    }
 }
