@@ -78,9 +78,9 @@ impl Server {
         let addr = listener.local_addr()?;
         let (stop, stopped) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new().name("metrics".into()).spawn(move || {
-            // Not a graceful shutdown, which would wait for every kept-alive scraper connection
-            // to close: at the stop the runtime and its connection tasks are dropped. axum
-            // retries failed accepts itself, so serving ends only there.
+            // At the stop the runtime and its connection tasks are dropped, open connections
+            // and a scrape in flight with them: nothing waits on a client, and a cut scrape is
+            // simply repeated. axum retries failed accepts itself, so serving ends only there.
             runtime.block_on(async move {
                 tokio::select! {
                     _ = axum::serve(listener, router(registry)) => {}
