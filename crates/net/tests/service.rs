@@ -98,17 +98,19 @@ fn a_lone_caller_does_not_wait_for_a_batch_that_cannot_fill() {
 #[test]
 fn shutdown_answers_queued_requests_then_refuses() {
     let service =
-        InferenceService::spawn(tiny_net(3), ServiceConfig { max_batch: 8, max_wait: Duration::from_millis(50) });
+        InferenceService::spawn(tiny_net(3), ServiceConfig { max_batch: 8, max_wait: Duration::from_secs(10) });
     let client = service.client();
     let idle = service.client();
     let (pos, history) = sample_positions(1, 4)[0].clone();
-    // With an idle second client, this request waits for max_wait: shut down meanwhile.
+    // With an idle second client, this request waits for max_wait: shut down meanwhile. The
+    // wait is long, so that the request is queued before the shutdown even on a loaded machine
+    // (with 50 ms and 10 ms here, it sometimes was not).
     let waiter = {
         let client = client.clone();
         let pos = pos.clone();
         thread::spawn(move || client.evaluate(Query::new(&pos, history)))
     };
-    thread::sleep(Duration::from_millis(10));
+    thread::sleep(Duration::from_millis(500));
     let net = service.shutdown();
     assert!(net.is_some());
     assert!(waiter.join().unwrap().is_ok(), "a request queued before shutdown was not answered");
