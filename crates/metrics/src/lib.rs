@@ -8,7 +8,7 @@
 //! use xqz_metrics::{Counter, Registry, Server};
 //!
 //! let mut registry = Registry::default();
-//! let games = Counter::default();
+//! let games: Counter = Counter::default();
 //! registry.register("xqz_example_games", "Games played.", games.clone());
 //! games.inc();
 //! assert!(xqz_metrics::render(&registry).contains("xqz_example_games_total 1\n"));
