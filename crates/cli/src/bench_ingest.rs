@@ -92,10 +92,12 @@ impl Drop for Started {
 fn start_coordinator(max_plies: u32) -> Result<(String, Started)> {
     use std::io::BufRead;
     let data = tempfile::tempdir()?;
-    // The synthetic games end by the length cap or the rules, never by material adjudication.
+    // The synthetic games are played by the rules alone (and the length cap): no material
+    // adjudication, and a repetition the rules call a draw is a draw.
     let mut child = Command::new(std::env::current_exe()?)
         .args(["coordinator", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
-        .args(["--max-plies", &max_plies.to_string(), "--material-adjudication", "0", "--data"])
+        .args(["--max-plies", &max_plies.to_string(), "--material-adjudication", "0", "--repeater-loses", "false"])
+        .arg("--data")
         .arg(data.path())
         // A thousand simulated workers would make a thousand "worker joined" lines.
         .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
