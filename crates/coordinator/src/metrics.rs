@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use xqz_metrics::{Counter, Gauge, Histogram, Registry};
+use xqz_metrics::{Counter, Gauge, Histogram, Registry, register};
 
 /// Upper bounds (seconds) of the ingest latency histogram buckets.
 const BUCKETS: [f64; 12] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
@@ -27,25 +27,16 @@ pub(crate) struct Metrics {
 impl Default for Metrics {
     fn default() -> Metrics {
         let mut registry = Registry::default();
-        let counter = |registry: &mut Registry, name: &str, help: &str| {
-            let counter = Counter::default();
-            registry.register(name, help, counter.clone());
-            counter
-        };
-        let games_accepted = counter(&mut registry, "xqz_games_accepted", "Games stored.");
-        let samples_accepted = counter(&mut registry, "xqz_samples_accepted", "Samples stored.");
-        let games_rejected = counter(&mut registry, "xqz_games_rejected", "Games in rejected batches.");
-        let batches_rejected = counter(&mut registry, "xqz_batches_rejected", "Rejected SubmitGames requests.");
-        let duplicates = counter(&mut registry, "xqz_duplicate_games", "Games skipped as already stored.");
-        let commits = counter(
-            &mut registry,
-            "xqz_commits",
-            "Group commits of SubmitGames requests (one shard and one fsync each).",
-        );
-        let workers_alive = Gauge::default();
-        registry.register("xqz_workers_alive", "Workers heard from in the last minute.", workers_alive.clone());
-        let model_version = Gauge::default();
-        registry.register("xqz_model_version", "Version of the newest published model.", model_version.clone());
+        let r = &mut registry;
+        let games_accepted = register(r, "xqz_games_accepted", "Games stored.");
+        let samples_accepted = register(r, "xqz_samples_accepted", "Samples stored.");
+        let games_rejected = register(r, "xqz_games_rejected", "Games in rejected batches.");
+        let batches_rejected = register(r, "xqz_batches_rejected", "Rejected SubmitGames requests.");
+        let duplicates = register(r, "xqz_duplicate_games", "Games skipped as already stored.");
+        let commits =
+            register(r, "xqz_commits", "Group commits of SubmitGames requests (one shard and one fsync each).");
+        let workers_alive = register(r, "xqz_workers_alive", "Workers heard from in the last minute.");
+        let model_version = register(r, "xqz_model_version", "Version of the newest published model.");
         let ingest_latency = Histogram::new(BUCKETS);
         registry.register("xqz_ingest_latency_seconds", "SubmitGames handling time.", ingest_latency.clone());
         Metrics {

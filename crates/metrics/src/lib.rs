@@ -8,8 +8,7 @@
 //! use xqz_metrics::{Counter, Registry, Server};
 //!
 //! let mut registry = Registry::default();
-//! let games: Counter = Counter::default();
-//! registry.register("xqz_example_games", "Games played.", games.clone());
+//! let games: Counter = xqz_metrics::register(&mut registry, "xqz_example_games", "Games played.");
 //! games.inc();
 //! assert!(xqz_metrics::render(&registry).contains("xqz_example_games_total 1\n"));
 //!
@@ -38,6 +37,13 @@ pub type FloatGauge = Gauge<f64, std::sync::atomic::AtomicU64>;
 
 /// The content type of [`render`]'s text, as Prometheus negotiates it.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// A new metric, registered in `registry` as `name` (a counter's series gets `_total`) with `help`.
+pub fn register<M: Metric + Clone + Default>(registry: &mut Registry, name: &str, help: &str) -> M {
+    let metric = M::default();
+    registry.register(name, help, metric.clone());
+    metric
+}
 
 /// The OpenMetrics text of everything in `registry`.
 pub fn render(registry: &Registry) -> String {
@@ -125,10 +131,8 @@ mod tests {
     #[test]
     fn a_server_answers_scrapes_with_the_registry_as_it_is_now_and_stops_when_dropped() {
         let mut registry = Registry::default();
-        let games = Counter::<u64>::default();
-        let loss = FloatGauge::default();
-        registry.register("xqz_test_games", "Games.", games.clone());
-        registry.register("xqz_test_loss", "Loss.", loss.clone());
+        let games: Counter = register(&mut registry, "xqz_test_games", "Games.");
+        let loss: FloatGauge = register(&mut registry, "xqz_test_loss", "Loss.");
         let server = Server::start("127.0.0.1:0".parse().unwrap(), Arc::new(registry)).unwrap();
         games.inc_by(3);
         loss.set(0.25);

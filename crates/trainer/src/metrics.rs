@@ -15,7 +15,7 @@
 //! assert!(text.contains("xqz_trainer_step 12\n") && text.contains("xqz_trainer_policy_loss 2.5\n"));
 //! ```
 
-use xqz_metrics::{FloatGauge, Gauge, Registry};
+use xqz_metrics::{FloatGauge, Gauge, Registry, register};
 
 use crate::StepReport;
 
@@ -37,26 +37,21 @@ pub struct TrainerMetrics {
 impl TrainerMetrics {
     /// Registers the trainer's series (`xqz_trainer_*`) in `registry`.
     pub fn register(registry: &mut Registry) -> TrainerMetrics {
-        fn gauge<G: Clone + Default + xqz_metrics::Metric>(registry: &mut Registry, name: &str, help: &str) -> G {
-            let gauge = G::default();
-            registry.register(name, help, gauge.clone());
-            gauge
-        }
         let r = registry;
         TrainerMetrics {
-            step: gauge(r, "xqz_trainer_step", "Training steps taken in all (resumed ones included)."),
-            samples_seen: gauge(r, "xqz_trainer_samples_seen", "Samples trained on in all."),
-            dataset_samples: gauge(r, "xqz_trainer_dataset_samples", "Samples in the dataset."),
-            window: gauge(r, "xqz_trainer_window_samples", "Samples in the replay window."),
-            policy_loss: gauge(r, "xqz_trainer_policy_loss", "Policy loss of the last step."),
-            value_loss: gauge(r, "xqz_trainer_value_loss", "Value loss of the last step."),
-            learning_rate: gauge(r, "xqz_trainer_learning_rate", "Learning rate of the last step."),
-            samples_per_second: gauge(
+            step: register(r, "xqz_trainer_step", "Training steps taken in all (resumed ones included)."),
+            samples_seen: register(r, "xqz_trainer_samples_seen", "Samples trained on in all."),
+            dataset_samples: register(r, "xqz_trainer_dataset_samples", "Samples in the dataset."),
+            window: register(r, "xqz_trainer_window_samples", "Samples in the replay window."),
+            policy_loss: register(r, "xqz_trainer_policy_loss", "Policy loss of the last step."),
+            value_loss: register(r, "xqz_trainer_value_loss", "Value loss of the last step."),
+            learning_rate: register(r, "xqz_trainer_learning_rate", "Learning rate of the last step."),
+            samples_per_second: register(
                 r,
                 "xqz_trainer_samples_per_second",
                 "Training samples per second over the last step.",
             ),
-            model_version: gauge(r, "xqz_trainer_model_version", "Latest model version this trainer published."),
+            model_version: register(r, "xqz_trainer_model_version", "Latest model version this trainer published."),
         }
     }
 

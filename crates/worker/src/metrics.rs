@@ -14,7 +14,7 @@
 
 use xiangqi::game::Game;
 use xqz_mcts::{EvalError, Evaluation, Evaluator};
-use xqz_metrics::{Counter, Gauge, Registry};
+use xqz_metrics::{Counter, Gauge, Registry, register};
 
 /// Counters of a worker's self-play and uploads; clones share them. The default is a set that
 /// no registry exposes (for a worker run without `--metrics`).
@@ -32,28 +32,20 @@ pub struct WorkerMetrics {
 impl WorkerMetrics {
     /// A set whose series (`xqz_worker_*`) `registry` exposes.
     pub fn register(registry: &mut Registry) -> WorkerMetrics {
-        let metrics = WorkerMetrics::default();
         let r = registry;
-        r.register("xqz_worker_games", "Self-play games finished.", metrics.games.clone());
-        r.register("xqz_worker_moves", "Moves of the finished games.", metrics.moves.clone());
-        r.register("xqz_worker_evaluations", "Positions the searches evaluated.", metrics.evaluations.clone());
-        r.register(
-            "xqz_worker_evaluator_calls",
-            "Evaluator calls (batches of positions).",
-            metrics.evaluator_calls.clone(),
-        );
-        r.register("xqz_worker_games_uploaded", "Games the coordinator acknowledged.", metrics.games_uploaded.clone());
-        r.register(
-            "xqz_worker_batches_rejected",
-            "Batches the coordinator refused (set aside).",
-            metrics.batches_rejected.clone(),
-        );
-        r.register(
-            "xqz_worker_model_version",
-            "Version of the model the worker plays with.",
-            metrics.model_version.clone(),
-        );
-        metrics
+        WorkerMetrics {
+            games: register(r, "xqz_worker_games", "Self-play games finished."),
+            moves: register(r, "xqz_worker_moves", "Moves of the finished games."),
+            evaluations: register(r, "xqz_worker_evaluations", "Positions the searches evaluated."),
+            evaluator_calls: register(r, "xqz_worker_evaluator_calls", "Evaluator calls (batches of positions)."),
+            games_uploaded: register(r, "xqz_worker_games_uploaded", "Games the coordinator acknowledged."),
+            batches_rejected: register(
+                r,
+                "xqz_worker_batches_rejected",
+                "Batches the coordinator refused (set aside).",
+            ),
+            model_version: register(r, "xqz_worker_model_version", "Version of the model the worker plays with."),
+        }
     }
 
     /// Counts a finished game of `moves` moves.
