@@ -55,7 +55,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let book_path = dir.path().join("book.sqlite");
     let t = Instant::now();
     let mut builder = BookBuilder::new(all);
-    builder.add_dataset(&data)?;
+    builder.add_dataset(data.as_path())?;
     let counted = t.elapsed().as_secs_f64();
     let summary = builder.write(&book_path, false)?;
     let secs = t.elapsed().as_secs_f64();

@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, params};
 use xiangqi::notation::{PgnError, PgnErrorKind, PgnReader, PgnResult};
 use xiangqi::{Color, Move, Position};
-use xqz_dataset::manifest::MANIFEST_FILE;
-use xqz_dataset::{Dataset, GameRecord, GameResult, encode_board};
+use xqz_dataset::{Dataset, DatasetLocation, GameRecord, GameResult, encode_board};
 
 use crate::canon::{Canonical, KeyFn, zobrist};
 use crate::ecco::{Classifier, OPENINGS};
@@ -192,12 +191,10 @@ impl BookBuilder {
         self.nodes.len()
     }
 
-    /// Counts every game of the dataset in `dir`; returns how many.
-    pub fn add_dataset(&mut self, dir: &Path) -> Result<u64> {
-        if !dir.join(MANIFEST_FILE).is_file() {
-            return Err(BookError::NotADataset { path: dir.to_path_buf() });
-        }
-        let dataset = Dataset::open(dir)?;
+    /// Counts every game of the dataset at `location` (a folder or an object store prefix, which
+    /// must hold a dataset); returns how many.
+    pub fn add_dataset(&mut self, location: impl Into<DatasetLocation>) -> Result<u64> {
+        let dataset = Dataset::open_existing(location.into())?;
         let mut count = 0;
         for shard in dataset.shards() {
             for game in dataset.read_games(shard)? {

@@ -7,12 +7,6 @@ use thiserror::Error;
 /// Everything that can go wrong building or reading a book.
 #[derive(Debug, Error)]
 pub enum BookError {
-    /// A `--data` folder has no dataset manifest.
-    #[error("{} is not a dataset folder (no manifest.json)", path.display())]
-    NotADataset {
-        /// The folder.
-        path: PathBuf,
-    },
     /// Reading a dataset failed.
     #[error(transparent)]
     Dataset(#[from] xqz_dataset::DatasetError),

@@ -61,7 +61,7 @@ fn datasets(root: &Path) -> [std::path::PathBuf; 2] {
 fn build(root: &Path, config: BuildConfig) -> (Book, xqz_book::BuildSummary) {
     let mut builder = BookBuilder::new(config);
     for dir in datasets(root) {
-        builder.add_dataset(&dir).unwrap();
+        builder.add_dataset(dir.as_path()).unwrap();
     }
     let path = root.join("book.sqlite");
     let summary = builder.write(&path, false).unwrap();
@@ -178,7 +178,7 @@ fn an_existing_book_is_replaced_only_when_asked() {
     let [a, _] = datasets(root.path());
     let path = root.path().join("book.sqlite");
     let mut builder = BookBuilder::new(BuildConfig::default());
-    builder.add_dataset(&a).unwrap();
+    builder.add_dataset(a.as_path()).unwrap();
     builder.write(&path, false).unwrap();
     assert!(matches!(builder.write(&path, false), Err(BookError::Exists { .. })));
     assert_eq!(builder.write(&path, true).unwrap().positions, 7);
@@ -190,7 +190,7 @@ fn bad_inputs_are_named() {
     let root = tempfile::tempdir().unwrap();
     let mut builder = BookBuilder::new(BuildConfig::default());
     let err = builder.add_dataset(root.path()).unwrap_err();
-    assert_eq!(err.to_string(), format!("{} is not a dataset folder (no manifest.json)", root.path().display()));
+    assert_eq!(err.to_string(), format!("{} is not a dataset (it has no manifest.json)", root.path().display()));
 
     let unwritable = root.path().join("no-such-folder").join("book.sqlite");
     let err = builder.write(&unwritable, false).unwrap_err();

@@ -143,7 +143,7 @@ fn a_dataset_written_with_the_writer_reads_back_through_add_dataset_too() {
     std::fs::write(&pgn, text).unwrap();
     let (a, b) = (dir.path().join("a.sqlite"), dir.path().join("b.sqlite"));
     let mut builder = BookBuilder::new(BuildConfig::default());
-    assert_eq!(builder.add_dataset(&data).unwrap(), 10);
+    assert_eq!(builder.add_dataset(data.as_path()).unwrap(), 10);
     builder.write(&a, false).unwrap();
     let mut builder = BookBuilder::new(BuildConfig::default());
     builder.add_pgn(&pgn, |s| panic!("{s}")).unwrap();

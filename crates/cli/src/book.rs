@@ -10,6 +10,7 @@ use clap::Subcommand;
 use xiangqi::notation::Chinese;
 use xiangqi::{Position, START_FEN};
 use xqz_book::{Book, BookBuilder, BuildConfig, HtmlConfig, SuiteConfig};
+use xqz_dataset::DatasetLocation;
 use xqz_mcts::OpeningSuite;
 
 #[derive(Subcommand)]
@@ -23,9 +24,10 @@ pub enum BookCommand {
         /// The book file to write.
         #[arg(long)]
         out: PathBuf,
-        /// A dataset folder (repeat for several).
-        #[arg(long = "data", required_unless_present = "pgn")]
-        data: Vec<PathBuf>,
+        /// A dataset: a folder or an object store prefix (`s3://`, `gs://`, `az://`); repeat for
+        /// several.
+        #[arg(long = "data", required_unless_present = "pgn", value_parser = DatasetLocation::parse)]
+        data: Vec<DatasetLocation>,
         /// A PGN file, moves in ICCS, WXF or Chinese notation (repeat for several).
         #[arg(long = "pgn")]
         pgn: Vec<PathBuf>,
@@ -217,16 +219,23 @@ fn export_suite(path: &std::path::Path, out: &std::path::Path, config: SuiteConf
 /// Skipped PGN games printed per file; the rest are only counted.
 const SKIPS_SHOWN: u64 = 20;
 
-fn build(out: &std::path::Path, data: &[PathBuf], pgn: &[PathBuf], config: BuildConfig, force: bool) -> Result<()> {
+fn build(
+    out: &std::path::Path,
+    data: &[DatasetLocation],
+    pgn: &[PathBuf],
+    config: BuildConfig,
+    force: bool,
+) -> Result<()> {
     // Checked before the datasets are read, so that a refusal comes at once.
     if out.exists() && !force {
         bail!("{} already exists (pass --force to replace it)", out.display());
     }
     let start = Instant::now();
     let mut builder = BookBuilder::new(config);
-    for dir in data {
-        let games = builder.add_dataset(dir).with_context(|| format!("reading {}", dir.display()))?;
-        eprintln!("{}: {games} games", dir.display());
+    for location in data {
+        let name = location.to_string();
+        let games = builder.add_dataset(location.clone()).with_context(|| format!("reading {name}"))?;
+        eprintln!("{name}: {games} games");
     }
     for file in pgn {
         let mut shown = 0;

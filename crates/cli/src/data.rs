@@ -2,29 +2,31 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Subcommand, ValueEnum};
 use xiangqi::notation::MoveNotation;
 use xqz_dataset::export::{self, format_unix_ms};
-use xqz_dataset::{Dataset, DatasetStats};
+use xqz_dataset::{Dataset, DatasetLocation, DatasetStats};
 
 #[derive(Subcommand)]
 pub enum DataCommand {
     /// List a dataset's shards with their row counts, and the files readers ignore (torn or
     /// uncommitted shards).
     Inspect {
-        /// The dataset folder.
-        dir: PathBuf,
+        /// The dataset: a folder, or an object store prefix (`s3://`, `gs://`, `az://`).
+        #[arg(value_parser = DatasetLocation::parse)]
+        dataset: DatasetLocation,
         /// Also read every shard and check its schema and row counts against the manifest.
         #[arg(long)]
         verify: bool,
     },
     /// Results, terminations (reason and article) and a game-length histogram.
     Stats {
-        /// The dataset folder.
-        dir: PathBuf,
+        /// The dataset: a folder, or an object store prefix (`s3://`, `gs://`, `az://`).
+        #[arg(value_parser = DatasetLocation::parse)]
+        dataset: DatasetLocation,
         /// Width of the histogram's buckets in plies.
         #[arg(long, default_value_t = 20)]
         bucket: u32,
@@ -36,8 +38,9 @@ pub enum DataCommand {
     /// Export to Parquet (games.parquet and samples.parquet in a folder) or to PGN, as Xiangqi
     /// tools read it (moves in one --notation).
     Export {
-        /// The dataset folder.
-        dir: PathBuf,
+        /// The dataset: a folder, or an object store prefix (`s3://`, `gs://`, `az://`).
+        #[arg(value_parser = DatasetLocation::parse)]
+        dataset: DatasetLocation,
         /// What to write.
         #[arg(long, value_enum, default_value_t = ExportFormat::Parquet)]
         format: ExportFormat,
@@ -104,15 +107,15 @@ fn emit(text: &str) -> Result<()> {
 
 fn run_command(command: DataCommand) -> Result<()> {
     match command {
-        DataCommand::Inspect { dir, verify } => inspect(&dir, verify),
-        DataCommand::Stats { dir, bucket, json } => {
-            let dataset = open(&dir)?;
+        DataCommand::Inspect { dataset, verify } => inspect(dataset, verify),
+        DataCommand::Stats { dataset, bucket, json } => {
+            let dataset = open(dataset)?;
             report_ignored(&dataset);
             let stats = DatasetStats::compute(&dataset)?;
             if json { emit(&format!("{}\n", stats_json(&stats))) } else { emit(&stats.render(bucket)) }
         }
-        DataCommand::Export { dir, format, out, notation } => {
-            let dataset = open(&dir)?;
+        DataCommand::Export { dataset, format, out, notation } => {
+            let dataset = open(dataset)?;
             report_ignored(&dataset);
             match format {
                 ExportFormat::Parquet => {
@@ -143,8 +146,9 @@ fn run_command(command: DataCommand) -> Result<()> {
     }
 }
 
-fn open(dir: &Path) -> Result<Dataset> {
-    Dataset::open(dir).with_context(|| format!("cannot open dataset {}", dir.display()))
+fn open(location: DatasetLocation) -> Result<Dataset> {
+    let name = location.to_string();
+    Dataset::open_at(location).with_context(|| format!("cannot open dataset {name}"))
 }
 
 /// Ignored files go to stderr for the commands whose stdout is data.
@@ -165,13 +169,13 @@ fn human_bytes(n: u64) -> String {
     if unit == 0 { format!("{n} B") } else { format!("{value:.1} {}", UNITS[unit]) }
 }
 
-fn inspect(dir: &Path, verify: bool) -> Result<()> {
+fn inspect(location: DatasetLocation, verify: bool) -> Result<()> {
     use std::fmt::Write as _;
-    let dataset = open(dir)?;
+    let dataset = open(location)?;
     let manifest = dataset.manifest();
     let bytes: u64 = dataset.shards().iter().map(|s| s.games_bytes + s.samples_bytes).sum();
     let mut out = String::new();
-    writeln!(out, "dataset {}", dir.display())?;
+    writeln!(out, "dataset {}", dataset.location())?;
     writeln!(
         out,
         "schema version {}, {} shards ({} listed), {} games, {} samples, {}",

@@ -87,7 +87,7 @@ fn book_build_refuses_bad_inputs() {
     let not_data = xqz(&["book", "build", "--out", out.to_str().unwrap(), "--data", root.path().to_str().unwrap()]);
     assert!(!not_data.status.success());
     assert!(
-        text(&not_data.stderr).contains("is not a dataset folder (no manifest.json)"),
+        text(&not_data.stderr).contains("is not a dataset (it has no manifest.json)"),
         "{}",
         text(&not_data.stderr)
     );

@@ -9,7 +9,7 @@ use rand_chacha::ChaCha8Rng;
 use xiangqi::notation::{Chinese, Wxf};
 use xiangqi::{Move, Position};
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
-use xqz_dataset::{DatasetWriter, ShardKind, WriterConfig};
+use xqz_dataset::{DatasetLocation, DatasetWriter, ShardKind, WriterConfig};
 
 fn xqz(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).output().expect("xqz runs")
@@ -21,10 +21,15 @@ fn text(bytes: &[u8]) -> String {
 
 /// Two shards of three games each.
 fn dataset(dir: &Path) {
+    dataset_at(dir.into());
+}
+
+/// Two shards of three games each, at `location`.
+fn dataset_at(location: DatasetLocation) {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let config = SyntheticConfig { max_plies: 30, policy_moves: 4, ..SyntheticConfig::default() };
     let (mut writer, _) =
-        DatasetWriter::open(dir, WriterConfig { flush_interval: None, ..WriterConfig::default() }).unwrap();
+        DatasetWriter::open_at(location, WriterConfig { flush_interval: None, ..WriterConfig::default() }).unwrap();
     for id in 0..6 {
         let (game, samples) = random_game(&mut rng, id, &config);
         writer.append(game, samples).unwrap();
@@ -182,4 +187,41 @@ fn data_errors_go_through_the_error_printer() {
     fs::write(dir.path().join("manifest.json"), "{").unwrap();
     let out = xqz(&["data", "inspect", dir.path().to_str().unwrap()]);
     assert!(text(&out.stderr).contains("manifest"), "{}", text(&out.stderr));
+}
+
+/// `xqz data` and `xqz book build` read a dataset in an S3 bucket (moto) in place, with the
+/// endpoint and credentials from the usual environment variables; a prefix with no dataset is
+/// named as such.
+#[test]
+fn data_and_book_read_a_dataset_in_an_s3_bucket() {
+    let moto = xqz_test_support::moto::Moto::start("xqz-data");
+    let url = moto.url("run/dataset");
+    dataset_at(DatasetLocation::parse_with(&url, moto.env()).unwrap());
+    let xqz_s3 = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_xqz")).args(args).envs(moto.env()).output().unwrap();
+
+    let out = xqz_s3(&["data", "inspect", &url, "--verify"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(stdout.starts_with(&format!("dataset {url}\n")), "{stdout}");
+    assert!(stdout.contains("2 shards (2 listed), 6 games") && stdout.contains("verified 2 shards"), "{stdout}");
+
+    let out = xqz_s3(&["data", "stats", &url, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stats: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(stats["games"], 6, "{stats}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let book = dir.path().join("book.sqlite");
+    let out = xqz_s3(&["book", "build", "--out", book.to_str().unwrap(), "--data", &url]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(&format!("{url}: 6 games")), "{}", text(&out.stderr));
+
+    let empty = moto.url("no/such/prefix");
+    let out = xqz_s3(&["book", "build", "--out", dir.path().join("b.sqlite").to_str().unwrap(), "--data", &empty]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains(&format!("{empty} is not a dataset (it has no manifest.json)")),
+        "{}",
+        text(&out.stderr)
+    );
 }

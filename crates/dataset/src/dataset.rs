@@ -208,6 +208,17 @@ impl Dataset {
     /// Opens the dataset at `location`: a folder as [`Dataset::open`], or an object store prefix
     /// (one without a manifest is an empty dataset).
     pub fn open_at(location: DatasetLocation) -> Result<Dataset> {
+        Dataset::open_checked(location, false)
+    }
+
+    /// Opens the dataset at `location` as [`Dataset::open_at`] does, but refuses a location
+    /// without a manifest ([`DatasetError::NoManifest`]), for readers to whom an empty dataset is
+    /// a mistake rather than a run that has not stored anything yet.
+    pub fn open_existing(location: DatasetLocation) -> Result<Dataset> {
+        Dataset::open_checked(location, true)
+    }
+
+    fn open_checked(location: DatasetLocation, must_exist: bool) -> Result<Dataset> {
         if let Some(dir) = location.as_local()
             && !fs::metadata(dir).at(dir)?.is_dir()
         {
@@ -216,7 +227,11 @@ impl Dataset {
                 source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a dataset folder"),
             });
         }
-        let (manifest, _) = Manifest::read(&location)?;
+        let manifest = match Manifest::read_optional(&location)? {
+            Some((manifest, _)) => manifest,
+            None if must_exist => return Err(DatasetError::NoManifest { location: location.to_string() }),
+            None => Manifest::default(),
+        };
         let (shards, report) = scan(&location, &manifest)?;
         Ok(Dataset { location, manifest, shards, report })
     }

@@ -44,6 +44,12 @@ pub enum DatasetError {
         /// What is wrong.
         message: String,
     },
+    /// A location holds no dataset: nothing was ever committed there (a mistyped path or prefix?).
+    #[error("{} is not a dataset (it has no {})", location, crate::manifest::MANIFEST_FILE)]
+    NoManifest {
+        /// The folder or object store prefix.
+        location: String,
+    },
     /// A shard's schema or contents do not match what this version reads.
     #[error("shard {} is not readable: {message}", path.display())]
     Shard {

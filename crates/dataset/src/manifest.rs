@@ -123,9 +123,14 @@ impl Manifest {
     /// Reads the manifest of `location` and the version read; an absent manifest is an empty
     /// dataset.
     pub(crate) fn read(location: &DatasetLocation) -> Result<(Manifest, Version)> {
+        Ok(Manifest::read_optional(location)?.unwrap_or_default())
+    }
+
+    /// The manifest of `location` and its version, `None` if there is none.
+    pub(crate) fn read_optional(location: &DatasetLocation) -> Result<Option<(Manifest, Version)>> {
         let path = location.file(MANIFEST_FILE);
         let Some((bytes, version)) = location.read_optional(MANIFEST_FILE)? else {
-            return Ok((Manifest::default(), Version::default()));
+            return Ok(None);
         };
         let manifest: Manifest = serde_json::from_slice(&bytes)
             .map_err(|e| DatasetError::Manifest { path: path.clone(), message: e.to_string() })?;
@@ -138,7 +143,7 @@ impl Manifest {
                 message: format!("schema version {} (this build reads {SCHEMA_VERSION})", manifest.schema_version),
             });
         }
-        Ok((manifest, version))
+        Ok(Some((manifest, version)))
     }
 
     /// Replaces the manifest of `location` so that readers see the old or the new one, never a
