@@ -29,6 +29,11 @@ pub struct TrainArgs {
     /// The run folder: checkpoints and metrics.csv; an existing one is resumed.
     #[arg(long)]
     run: PathBuf,
+    /// Copy every checkpoint and metrics.csv to this folder or object store prefix
+    /// (`s3://bucket/prefix`, ...) as they are written; a run folder without checkpoints resumes
+    /// from the backup's latest, so a trainer whose disk does not outlive it loses nothing.
+    #[arg(long, value_parser = DatasetLocation::parse)]
+    backup: Option<DatasetLocation>,
     #[command(flatten)]
     device: crate::model::DeviceArg,
     /// A settings file (TOML; its [train] section), such as a run folder's settings.toml; flags
@@ -51,8 +56,9 @@ pub struct TrainArgs {
 
 pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
     let settings = SettingsFile::role(args.settings.as_deref(), |f| f.train, &args.train, given)?;
-    let config =
+    let mut config =
         settings.trainer_config(args.data.clone(), args.run.clone(), args.device.resolve()?, args.max_steps)?;
+    config.backup = args.backup.clone();
     let mut publisher: Box<dyn Publisher> = Box::new(GrpcPublisher::new(
         &args.coordinator,
         args.tls.resolve()?.as_ref(),

@@ -252,6 +252,25 @@ impl DatasetLocation {
         }
     }
 
+    /// The contents of another role's file `name` kept at this location (a plain name, such as a
+    /// trainer's checkpoint backup beside a dataset), or `None` if there is none.
+    pub fn get_file(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.read_optional(name)?.map(|(bytes, _)| bytes))
+    }
+
+    /// Stores other roles' files at this location, in order, each complete or not at all (a
+    /// folder is created first): a reader that finds the last file finds the earlier ones too.
+    pub fn put_files(&self, files: Vec<(&str, Vec<u8>)>) -> Result<()> {
+        let DatasetLocation::Local(dir) = self else { return self.write_all(files) };
+        fs::create_dir_all(dir).at(dir)?;
+        // A folder's fsync after each rename keeps the order through a crash too.
+        for (name, bytes) in files {
+            write_renamed(dir, name, &bytes)?;
+            sync_dir(dir)?;
+        }
+        Ok(())
+    }
+
     /// How the file `name` is named in messages and reports: its path, or its object's URL.
     pub(crate) fn file(&self, name: &str) -> PathBuf {
         match self {

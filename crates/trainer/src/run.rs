@@ -5,6 +5,11 @@
 //! more data when it is ahead. A run folder holds `checkpoints/` (`step-N.json` and its weights
 //! and optimizer state; `latest` names the newest) and `metrics.csv`; starting again in the same
 //! folder resumes from the latest checkpoint.
+//!
+//! With a backup location ([`TrainerConfig::backup`], e.g. an object store prefix), every
+//! checkpoint and `metrics.csv` are copied there as they are written, and a run folder without
+//! checkpoints starts from the backup's latest: a trainer on a disk that does not outlive it (a
+//! pod's `emptyDir`, another node) resumes where the last one stopped.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -25,6 +30,8 @@ pub struct TrainerConfig {
     pub data: DatasetLocation,
     /// The run folder (checkpoints, metrics).
     pub run: PathBuf,
+    /// Where checkpoints and metrics are backed up and resumed from when the run folder has none.
+    pub backup: Option<DatasetLocation>,
     /// The network's shape (a resumed run must match it).
     pub model: ModelConfig,
     /// The device to train on.
@@ -108,6 +115,22 @@ pub enum RunError {
         /// Why.
         source: std::io::Error,
     },
+    /// The backup location could not be read or written.
+    #[error("checkpoint backup {location}: {source}")]
+    Backup {
+        /// The backup location.
+        location: String,
+        /// Why.
+        source: Box<DatasetError>,
+    },
+    /// The backup location holds something other than a checkpoint this trainer wrote.
+    #[error("checkpoint backup {location}: {message}")]
+    BadBackup {
+        /// The backup location.
+        location: String,
+        /// What is wrong.
+        message: String,
+    },
     /// Publishing failed.
     #[error("publishing {path}: {source}")]
     Publish {
@@ -142,11 +165,87 @@ fn save_checkpoint(trainer: &Trainer, run: &Path, model_version: u64) -> Result<
     let name = format!("step-{:08}.json", trainer.info().training_steps);
     let path = dir.join(&name);
     trainer.save(&path, model_version)?;
-    let latest = dir.join("latest");
-    let tmp = dir.join("latest.tmp");
-    fs::write(&tmp, &name).and_then(|()| File::open(&tmp)?.sync_all()).map_err(io(&tmp))?;
-    fs::rename(&tmp, &latest).map_err(io(&latest))?;
+    write_synced(&dir.join("latest"), name.as_bytes())?;
     Ok(path)
+}
+
+/// The files of the checkpoint whose metadata is `name`, beside it: weights, optimizer state
+/// (when saved), metadata last.
+fn checkpoint_files(name: &str) -> [String; 3] {
+    let stem = name.strip_suffix(".json").unwrap_or(name);
+    [format!("{stem}.safetensors"), format!("{stem}.optimizer.safetensors"), name.to_string()]
+}
+
+/// Copies the checkpoint at `path`, then `latest` naming it, then `metrics.csv` to `backup`: a
+/// backup's `latest` always names complete files.
+fn back_up(backup: &DatasetLocation, path: &Path, metrics: &Path) -> Result<(), RunError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let mut files = Vec::new();
+    for file in checkpoint_files(name) {
+        let local = dir.join(&file);
+        match fs::read(&local) {
+            Ok(bytes) => files.push((file, bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && file.ends_with(".optimizer.safetensors") => {}
+            Err(source) => return Err(RunError::Io { path: local, source }),
+        }
+    }
+    files.push(("latest".into(), name.as_bytes().to_vec()));
+    match fs::read(metrics) {
+        Ok(bytes) => files.push(("metrics.csv".into(), bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(source) => return Err(RunError::Io { path: metrics.to_path_buf(), source }),
+    }
+    let files = files.iter().map(|(name, bytes)| (name.as_str(), bytes.clone())).collect();
+    backup
+        .put_files(files)
+        .map_err(|source| RunError::Backup { location: backup.to_string(), source: Box::new(source) })
+}
+
+/// Fills a run folder that has no checkpoint from the backup's latest one (and its
+/// `metrics.csv`); returns the checkpoint restored, if any.
+fn restore(backup: &DatasetLocation, run: &Path) -> Result<Option<PathBuf>, RunError> {
+    if latest_checkpoint(run).is_some() {
+        return Ok(None);
+    }
+    let error = |source| RunError::Backup { location: backup.to_string(), source: Box::new(source) };
+    let Some(latest) = backup.get_file("latest").map_err(error)? else { return Ok(None) };
+    let name = String::from_utf8_lossy(&latest).trim().to_string();
+    let well_formed = name
+        .strip_prefix("step-")
+        .and_then(|n| n.strip_suffix(".json"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if !well_formed {
+        let message = format!("its latest names {name:?}, not a checkpoint (step-N.json)");
+        return Err(RunError::BadBackup { location: backup.to_string(), message });
+    }
+    let dir = run.join("checkpoints");
+    fs::create_dir_all(&dir).map_err(io(&dir))?;
+    for file in checkpoint_files(&name) {
+        match backup.get_file(&file).map_err(error)? {
+            Some(bytes) => write_synced(&dir.join(&file), &bytes)?,
+            None if file.ends_with(".optimizer.safetensors") => {}
+            None => {
+                let message = format!("its latest names {name}, but {file} is missing");
+                return Err(RunError::BadBackup { location: backup.to_string(), message });
+            }
+        }
+    }
+    let metrics = run.join("metrics.csv");
+    if !metrics.exists()
+        && let Some(bytes) = backup.get_file("metrics.csv").map_err(error)?
+    {
+        write_synced(&metrics, &bytes)?;
+    }
+    write_synced(&dir.join("latest"), name.as_bytes())?;
+    Ok(Some(dir.join(name)))
+}
+
+/// Writes `path` through a synced temporary file and a rename.
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
+    let tmp = path.with_extension("tmp");
+    fs::write(&tmp, bytes).and_then(|()| File::open(&tmp)?.sync_all()).map_err(io(&tmp))?;
+    fs::rename(&tmp, path).map_err(io(path))
 }
 
 /// Trains until `stop` is set or `max_steps` is reached; `on_step` sees every step's report.
@@ -158,18 +257,31 @@ pub fn train(
     mut on_step: impl FnMut(&StepReport),
 ) -> Result<Option<StepReport>, RunError> {
     fs::create_dir_all(&config.run).map_err(io(&config.run))?;
+    if let Some(backup) = &config.backup
+        && let Some(path) = restore(backup, &config.run)?
+    {
+        tracing::info!(checkpoint = %path.display(), backup = %backup, "resuming from the backup's latest checkpoint");
+    }
+    let metrics_path = config.run.join("metrics.csv");
+    // Every checkpoint goes to the backup as soon as it is written.
+    let save = |trainer: &Trainer, model_version: u64| -> Result<PathBuf, RunError> {
+        let path = save_checkpoint(trainer, &config.run, model_version)?;
+        if let Some(backup) = &config.backup {
+            back_up(backup, &path, &metrics_path)?;
+        }
+        Ok(path)
+    };
     let mut trainer = match latest_checkpoint(&config.run) {
         Some(path) => Trainer::resume(&path, config.device, Some(&config.model))?,
         None => {
             let net = Network::seeded(&config.model, config.device, config.seed);
             let trainer = Trainer::new(net, config.optimizer);
             // Step 0 is kept: the model the run started from, the baseline of its evaluations.
-            save_checkpoint(&trainer, &config.run, 0)?;
+            save(&trainer, 0)?;
             trainer
         }
     };
     let mut model_version = trainer.info().model_version;
-    let metrics_path = config.run.join("metrics.csv");
     let new_file = !metrics_path.exists();
     let mut metrics = OpenOptions::new().create(true).append(true).open(&metrics_path).map_err(io(&metrics_path))?;
     if new_file {
@@ -209,12 +321,12 @@ pub fn train(
             let info = trainer.info();
             let step = info.training_steps;
             if step % config.publish_every.max(1) == 0 || step % config.checkpoint_every.max(1) == 0 {
-                let path = save_checkpoint(&trainer, &config.run, model_version)?;
+                let path = save(&trainer, model_version)?;
                 if step % config.publish_every.max(1) == 0 {
                     model_version =
                         publisher.publish(&path).map_err(|source| RunError::Publish { path: path.clone(), source })?;
                     // The checkpoint names the version it was published as.
-                    save_checkpoint(&trainer, &config.run, model_version)?;
+                    save(&trainer, model_version)?;
                 }
             }
             let secs = clock.0.elapsed().as_secs_f64().max(1e-9);
@@ -248,9 +360,9 @@ pub fn train(
             last = Some(report);
         }
     }
-    if last.is_some() {
-        save_checkpoint(&trainer, &config.run, model_version)?;
-    }
     metrics.flush().map_err(io(&metrics_path))?;
+    if last.is_some() {
+        save(&trainer, model_version)?;
+    }
     Ok(last)
 }

@@ -207,6 +207,7 @@ impl TrainSettings {
         Ok(TrainerConfig {
             data,
             run,
+            backup: None,
             model,
             device,
             optimizer: TrainConfig {

@@ -33,6 +33,7 @@ fn config(data: &Path, run: &Path, max_steps: u64) -> TrainerConfig {
     TrainerConfig {
         data: data.into(),
         run: run.to_path_buf(),
+        backup: None,
         model: ModelConfig::builtin("tiny").unwrap(),
         device: Device::Cpu,
         optimizer: TrainConfig::default(),
@@ -103,6 +104,43 @@ fn trains_from_a_dataset_in_an_s3_bucket_and_publishes() {
     assert_eq!((last.step, publisher.0.len(), last.model_version), (8, 1, 1));
     assert!(last.dataset_samples > 0);
     assert!(std::fs::read_dir(scratch.path()).unwrap().next().is_none(), "nothing read or written locally");
+}
+
+/// A trainer whose run folder is lost resumes from the checkpoints it backed up to the bucket:
+/// a new, empty run folder continues at the last backed-up step, with its metrics.
+#[test]
+fn a_trainer_on_a_fresh_disk_resumes_from_its_backup_in_an_s3_bucket() {
+    let moto = xqz_test_support::moto::Moto::start("trainer-backup");
+    let backup = DatasetLocation::parse_with(&moto.url("run/trainer"), moto.env()).unwrap();
+    let data = tempfile::tempdir().unwrap();
+    dataset(data.path(), 20);
+    let first = tempfile::tempdir().unwrap();
+    let config = |run: &Path, steps| TrainerConfig { backup: Some(backup.clone()), ..config(data.path(), run, steps) };
+    let mut publisher = Counting::default();
+    train(&config(first.path(), 10), &mut publisher, &AtomicBool::new(false), |_| {}).unwrap().unwrap();
+    let latest = String::from_utf8(backup.get_file("latest").unwrap().unwrap()).unwrap();
+    assert_eq!(latest, "step-00000010.json");
+    drop(first);
+
+    let second = tempfile::tempdir().unwrap();
+    let mut steps = Vec::new();
+    train(&config(second.path(), 14), &mut publisher, &AtomicBool::new(false), |r| steps.push(r.step)).unwrap();
+    assert_eq!(steps, vec![11, 12, 13, 14], "resumed after step 10");
+    let rows: Vec<u64> =
+        metrics_rows(second.path()).iter().map(|r| r.split(',').next().unwrap().parse().unwrap()).collect();
+    assert_eq!(rows, (1..=14).collect::<Vec<_>>(), "the backed-up metrics continue");
+    assert_eq!(latest_checkpoint(second.path()).unwrap(), second.path().join("checkpoints/step-00000014.json"));
+    let latest = String::from_utf8(backup.get_file("latest").unwrap().unwrap()).unwrap();
+    assert_eq!(latest, "step-00000014.json");
+
+    // A backup whose latest names a checkpoint that is not there is refused, by name.
+    backup.put_files(vec![("latest", b"step-00000099.json".to_vec())]).unwrap();
+    let third = tempfile::tempdir().unwrap();
+    let err = train(&config(third.path(), 20), &mut publisher, &AtomicBool::new(false), |_| {}).unwrap_err();
+    assert!(
+        err.to_string().contains("its latest names step-00000099.json, but step-00000099.safetensors is missing"),
+        "{err}"
+    );
 }
 
 #[test]
