@@ -43,6 +43,9 @@ pub enum CoordinatorError {
         /// The share asked for.
         share: f64,
     },
+    /// The dataset was closed for shutdown; the request's games were not stored.
+    #[error("the coordinator is stopping; the games were not stored (send them again)")]
+    Stopping,
     /// A background task panicked or was cancelled.
     #[error("background task: {0}")]
     Task(#[from] tokio::task::JoinError),

@@ -68,6 +68,9 @@ pub struct Limits {
     pub max_concurrent_requests: usize,
     /// Longest a request handler may run (a model upload included) before it is cancelled.
     pub request_timeout: Duration,
+    /// Longest the server waits at shutdown for its connections to close before it stops anyway:
+    /// a client that keeps an idle connection open would otherwise hold the shutdown forever.
+    pub drain_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -79,6 +82,7 @@ impl Default for Limits {
             max_model_bytes: 2 << 30,
             max_concurrent_requests: 4,
             request_timeout: Duration::from_secs(300),
+            drain_timeout: Duration::from_secs(15),
         }
     }
 }
@@ -288,13 +292,29 @@ pub async fn serve(
         .add_service(health_service)
         .add_service(reflection)
         .add_service(InterceptedService::new(coordinator, check_token(token, publisher)));
+    let mut drained = stop_tx.subscribe();
+    let drain_timeout = config.limits.drain_timeout;
     let signal = async move {
         shutdown.await;
         // Ends the watch and download streams, which would otherwise keep the drain waiting.
         let _ = stop_tx.send(true);
     };
     let task = tokio::spawn(async move {
-        let served = router.serve_with_incoming_shutdown(TcpListenerStream::new(listener), signal).await;
+        let serve = router.serve_with_incoming_shutdown(TcpListenerStream::new(listener), signal);
+        let deadline = async move {
+            if drained.wait_for(|stopping| *stopping).await.is_err() {
+                return std::future::pending().await;
+            }
+            tokio::time::sleep(drain_timeout).await;
+        };
+        let served = tokio::select! {
+            served = serve => served,
+            () = deadline => {
+                // A request still running finds the store closed below and stores nothing.
+                tracing::warn!(drain_s = drain_timeout.as_secs_f64(), "connections still open after the drain time; stopping anyway");
+                Ok(())
+            }
+        };
         let closed =
             tokio::task::spawn_blocking(move || state.store.lock().unwrap_or_else(|e| e.into_inner()).close()).await;
         served?;

@@ -102,6 +102,8 @@ pub(crate) struct Store {
     counts: StoreCounts,
     /// The latest [`RECENT_GAMES`] stored games, oldest first.
     recent: VecDeque<GameRecord>,
+    /// Set by [`Store::close`]: a request still running at shutdown must not open the dataset again.
+    closed: bool,
 }
 
 fn writer_config() -> WriterConfig {
@@ -178,6 +180,7 @@ impl Store {
             key_log,
             counts,
             recent,
+            closed: false,
         })
     }
 
@@ -262,6 +265,9 @@ impl Store {
 
     /// Appends and flushes `games` as one shard; on failure no row of them stays buffered.
     fn write(&mut self, games: &[(GameRecord, Vec<SampleRecord>)]) -> Result<(), CoordinatorError> {
+        if self.closed {
+            return Err(CoordinatorError::Stopping);
+        }
         let writer = match self.writer.as_mut() {
             Some(w) => w,
             None => self.writer.insert(DatasetWriter::open_at(self.dataset.clone(), writer_config())?.0),
@@ -304,6 +310,7 @@ impl Store {
 
     /// Flushes whatever is buffered (nothing, normally) and releases the dataset.
     pub fn close(&mut self) -> Result<(), CoordinatorError> {
+        self.closed = true;
         if let Some(writer) = self.writer.take() {
             writer.finish()?;
         }

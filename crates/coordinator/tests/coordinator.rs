@@ -168,6 +168,41 @@ async fn self_played_game_is_accepted_and_stored() {
     assert!(subs.iter().all(|s| ids.iter().any(|id| id[..] == s.game_id[..])));
 }
 
+/// A client that made a call and then leaves its connection open and unread (a process whose
+/// runtime is idle, as the trainer's was between publications) cannot hold the shutdown: the
+/// coordinator stops after its drain time and releases the dataset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_holding_an_idle_connection_does_not_hold_the_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Server::config(dir.path(), short(), PlaySchedule { cap_growth: 0, cap_limit: 0 });
+    config.limits.drain_timeout = Duration::from_millis(500);
+    let server = Server::serve(config).await.unwrap();
+    let url = format!("http://{}", server.running.addr());
+    let (called, parked) = std::sync::mpsc::channel();
+    let holder = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let client = runtime.block_on(async {
+            let mut client = CoordinatorClient::connect(url).await.unwrap();
+            let register = RegisterRequest { name: "idle".into(), ..RegisterRequest::default() };
+            // Refused without the token; the connection stays open all the same.
+            assert_eq!(client.register(register).await.unwrap_err().code(), tonic::Code::Unauthenticated);
+            client
+        });
+        called.send(()).unwrap();
+        // The runtime is not driven again: the connection is neither read nor closed.
+        std::thread::park();
+        drop(client);
+    });
+    tokio::task::spawn_blocking(move || parked.recv().unwrap()).await.unwrap();
+    let started = std::time::Instant::now();
+    with_timeout(server.stop()).await;
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    // The dataset is released: a new coordinator opens it at once.
+    Server::start(dir.path(), short()).await.stop().await;
+    holder.thread().unpark();
+    holder.join().unwrap();
+}
+
 #[tokio::test]
 async fn dedup_by_key_and_game_id_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();

@@ -32,8 +32,14 @@ impl GrpcPublisher {
         name: &str,
     ) -> Result<GrpcPublisher, PublishError> {
         let endpoint = xqz_proto::tls::endpoint(url, tls)?;
-        let runtime =
-            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(PublishError::Runtime)?;
+        // A worker thread of its own drives the connection between publications too, so that it
+        // closes when the client is dropped and answers a stopping coordinator at once (a
+        // current-thread runtime left it open and unread, holding the coordinator's shutdown).
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .map_err(PublishError::Runtime)?;
         Ok(GrpcPublisher { endpoint, token, name: name.to_string(), runtime })
     }
 }
