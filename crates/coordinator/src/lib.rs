@@ -39,13 +39,13 @@ use xqz_proto::v1::coordinator_server::CoordinatorServer;
 
 pub use error::CoordinatorError;
 pub use service::CoordinatorService;
-pub use settings::SETTINGS_FILE;
+pub use settings::{SETTINGS_FILE, SettingsHistory};
+pub use validate::{check_request, validate_games};
 pub use worker_ids::{KEY_FILE as WORKER_ID_KEY_FILE, WorkerIds};
 
 use crate::error::IoAt;
 use crate::registry::Registry;
 use crate::service::State;
-use crate::settings::SettingsHistory;
 use crate::store::Store;
 
 /// Limits on requests, which bound the memory they can take: at most `max_concurrent_requests`

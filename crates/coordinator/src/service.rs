@@ -23,7 +23,7 @@ use crate::metrics::Metrics;
 use crate::registry::{PublishError, Registry};
 use crate::settings::SettingsHistory;
 use crate::store::{Ingested, KeyReused, Store, Stored, Submission, content_digest};
-use crate::validate::validate_game;
+use crate::validate::{check_request, check_worker_id, validate_games};
 use crate::worker_ids::WorkerIds;
 
 /// Workers silent for longer are not counted as alive.
@@ -41,12 +41,6 @@ const MAX_GROUP: usize = 64;
 
 /// A request waiting to be committed, and where its answer goes.
 type Queued = (Submission, SyncSender<Result<Stored, String>>);
-/// Longest idempotency key, in bytes (printable ASCII).
-pub(crate) const MAX_KEY_BYTES: usize = 128;
-
-/// Longest worker id a client may send (Register issues ids of at most 78 characters); it is
-/// stored with every game the worker submits.
-pub(crate) const MAX_WORKER_ID_BYTES: usize = 80;
 
 /// The status for an idempotency key that arrives with other games than it first carried.
 fn key_reused(key: &str) -> Status {
@@ -148,24 +142,6 @@ impl State {
             worker_ids,
             commits: Mutex::new(VecDeque::new()),
         }
-    }
-
-    /// Refuses a worker id that is too long, not printable ASCII, or not one that Register issued
-    /// under this data folder's key (the message quotes at most a short prefix of it).
-    fn check_worker_id(&self, worker_id: &str) -> Result<(), Status> {
-        if worker_id.len() > MAX_WORKER_ID_BYTES || !worker_id.bytes().all(|b| b.is_ascii_graphic()) {
-            return Err(Status::invalid_argument(format!(
-                "the worker id must be at most {MAX_WORKER_ID_BYTES} printable ASCII characters ({} bytes given)",
-                worker_id.len()
-            )));
-        }
-        if !self.worker_ids.check(worker_id) {
-            let prefix: String = worker_id.chars().take(24).collect();
-            return Err(Status::unauthenticated(format!(
-                "unknown worker id {prefix:?}: this coordinator did not issue it (call Register for one)"
-            )));
-        }
-        Ok(())
     }
 
     /// The live workers, after forgetting (and logging) those silent for longer than the alive
@@ -300,30 +276,12 @@ impl CoordinatorService {
 
     async fn submit(&self, req: SubmitGamesRequest) -> Result<SubmitGamesResponse, Status> {
         let state = &self.state;
-        let key = req.idempotency_key.clone();
-        if key.len() > MAX_KEY_BYTES || !key.bytes().all(|b| b.is_ascii_graphic()) {
-            state.reject(req.games.len());
-            return Err(Status::invalid_argument(format!(
-                "the idempotency key must be at most {MAX_KEY_BYTES} printable ASCII characters ({} bytes given)",
-                key.len()
-            )));
-        }
-        if let Err(status) = state.check_worker_id(&req.worker_id) {
+        if let Err(status) = check_request(&req, &state.limits, &state.worker_ids) {
             state.reject(req.games.len());
             return Err(status);
         }
         state.touch(&req.worker_id);
-        let worker = req.worker_id.clone();
-        let moves: usize = req.games.iter().map(|g| g.moves.len()).sum();
-        if req.games.len() > state.limits.max_games_per_request || moves > state.limits.max_moves_per_request {
-            state.reject(req.games.len());
-            return Err(Status::resource_exhausted(format!(
-                "{} games with {moves} moves in one request; the limits are {} games and {} moves",
-                req.games.len(),
-                state.limits.max_games_per_request,
-                state.limits.max_moves_per_request
-            )));
-        }
+        let (worker, key) = (req.worker_id.clone(), req.idempotency_key.clone());
         let replayed = |done: Ingested| SubmitGamesResponse {
             accepted: done.accepted,
             duplicates: done.duplicates,
@@ -342,13 +300,7 @@ impl CoordinatorService {
             }
             let latest = checker.registry.latest_version();
             let openings = checker.openings.as_ref().map(|(suite, _)| &**suite);
-            let records = req
-                .games
-                .iter()
-                .enumerate()
-                .map(|(i, g)| validate_game(i, g, &read(&checker.settings), openings, latest, &req.worker_id))
-                .collect::<Result<Vec<_>, String>>();
-            records.map(|r| Ok((content, r)))
+            validate_games(&req, &read(&checker.settings), openings, latest).map(|r| Ok((content, r)))
         })
         .await
         .map_err(|e| Status::internal(format!("validation task: {e}")))?;
@@ -359,9 +311,9 @@ impl CoordinatorService {
                 state.reject(count);
                 return Err(key_reused(&key));
             }
-            Err(message) => {
+            Err(status) => {
                 state.reject(count);
-                return Err(Status::invalid_argument(message));
+                return Err(status);
             }
         };
         let (writer, stored_key) = (self.state.clone(), key.clone());
@@ -460,7 +412,7 @@ impl Coordinator for CoordinatorService {
     }
 
     async fn heartbeat(&self, request: Request<HeartbeatRequest>) -> Result<Response<HeartbeatResponse>, Status> {
-        self.state.check_worker_id(&request.get_ref().worker_id)?;
+        check_worker_id(&self.state.worker_ids, &request.get_ref().worker_id)?;
         self.state.touch(&request.get_ref().worker_id);
         Ok(Response::new(HeartbeatResponse { latest_model_version: self.state.registry.latest_version() }))
     }

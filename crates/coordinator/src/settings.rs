@@ -32,7 +32,7 @@ struct History {
 
 /// Every settings version of a data folder; the last one is in force.
 #[derive(Debug)]
-pub(crate) struct SettingsHistory {
+pub struct SettingsHistory {
     history: History,
     /// The history file (`None`: kept in memory only).
     path: Option<PathBuf>,
@@ -68,8 +68,7 @@ impl SettingsHistory {
         Ok(opened)
     }
 
-    /// A history of one version, kept in memory only.
-    #[cfg(test)]
+    /// A history of one version, kept in memory only (for checking games without a data folder).
     pub fn single(settings: PlaySettings) -> SettingsHistory {
         SettingsHistory {
             history: History { versions: vec![Version { version: 1, settings: settings.clone() }] },

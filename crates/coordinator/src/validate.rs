@@ -1,13 +1,85 @@
-//! Replays a submitted game through the rules core and turns it into dataset records, or says
-//! precisely what is wrong with it.
+//! The checks of a `SubmitGames` request: its own fields first ([`check_request`]), then each
+//! game, replayed through the rules core and turned into dataset records ([`validate_games`]),
+//! or a status that says precisely what is wrong.
 
+use tonic::Status;
 use xiangqi::game::{Game, Outcome};
 use xiangqi::{Color, Move, Position};
 use xqz_dataset::{GameId, GameRecord, GameResult, PlySearch, PolicyEntry, SampleRecord};
 use xqz_mcts::{OpeningSuite, PlaySettings};
-use xqz_proto::v1::GameSubmission;
+use xqz_proto::v1::{GameSubmission, SubmitGamesRequest};
 
+use crate::Limits;
 use crate::settings::SettingsHistory;
+use crate::worker_ids::WorkerIds;
+
+/// Longest idempotency key, in bytes (printable ASCII).
+const MAX_KEY_BYTES: usize = 128;
+
+/// Longest worker id a client may send (Register issues ids of at most 78 characters); it is
+/// stored with every game the worker submits.
+const MAX_WORKER_ID_BYTES: usize = 80;
+
+/// Refuses a worker id that is too long, not printable ASCII, or not one that Register issued
+/// under `ids`' key (the message quotes at most a short prefix of it).
+pub(crate) fn check_worker_id(ids: &WorkerIds, worker_id: &str) -> Result<(), Status> {
+    if worker_id.len() > MAX_WORKER_ID_BYTES || !worker_id.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Status::invalid_argument(format!(
+            "the worker id must be at most {MAX_WORKER_ID_BYTES} printable ASCII characters ({} bytes given)",
+            worker_id.len()
+        )));
+    }
+    if !ids.check(worker_id) {
+        let prefix: String = worker_id.chars().take(24).collect();
+        return Err(Status::unauthenticated(format!(
+            "unknown worker id {prefix:?}: this coordinator did not issue it (call Register for one)"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks what the service checks of a `SubmitGames` request before it looks at the games: an
+/// idempotency key of at most 128 printable ASCII characters, a worker id that `worker_ids`
+/// issued, and no more games and moves than `limits` allow.
+pub fn check_request(req: &SubmitGamesRequest, limits: &Limits, worker_ids: &WorkerIds) -> Result<(), Status> {
+    let key = &req.idempotency_key;
+    if key.len() > MAX_KEY_BYTES || !key.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Status::invalid_argument(format!(
+            "the idempotency key must be at most {MAX_KEY_BYTES} printable ASCII characters ({} bytes given)",
+            key.len()
+        )));
+    }
+    check_worker_id(worker_ids, &req.worker_id)?;
+    let moves: usize = req.games.iter().map(|g| g.moves.len()).sum();
+    if req.games.len() > limits.max_games_per_request || moves > limits.max_moves_per_request {
+        return Err(Status::resource_exhausted(format!(
+            "{} games with {moves} moves in one request; the limits are {} games and {} moves",
+            req.games.len(),
+            limits.max_games_per_request,
+            limits.max_moves_per_request
+        )));
+    }
+    Ok(())
+}
+
+/// Replays every game of a request that passed [`check_request`], as the service does before
+/// storing them, and returns each game's record and samples in order; a game that fails makes
+/// the whole request `INVALID_ARGUMENT`, naming the game and the problem. Games are validated
+/// under the version of `settings` they name, `openings` are the only starts besides the
+/// standard one that they may have, and `latest_model` is the newest published model (0: none).
+pub fn validate_games(
+    req: &SubmitGamesRequest,
+    settings: &SettingsHistory,
+    openings: Option<&OpeningSuite>,
+    latest_model: u64,
+) -> Result<Vec<(GameRecord, Vec<SampleRecord>)>, Status> {
+    req.games
+        .iter()
+        .enumerate()
+        .map(|(i, game)| validate_game(i, game, settings, openings, latest_model, &req.worker_id))
+        .collect::<Result<_, _>>()
+        .map_err(Status::invalid_argument)
+}
 
 /// How far a policy's probabilities, or a root WDL, may sum from 1 (they are f32 fractions).
 const POLICY_SUM_TOLERANCE: f64 = 1e-3;
@@ -129,7 +201,7 @@ fn check_times(start: i64, end: i64, now: i64) -> Result<(), String> {
 /// records; the error names the game (by index and hex id) and the problem. A game starts from
 /// the standard start or, if its settings start games from `openings`, one of the suite's
 /// positions. `latest_model` is the newest published version (0 if none).
-pub(crate) fn validate_game(
+fn validate_game(
     index: usize,
     sub: &GameSubmission,
     history: &SettingsHistory,
