@@ -11,8 +11,8 @@ use clap::Args;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
-use xqz_dataset::GameId;
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
+use xqz_dataset::{DatasetLocation, GameId};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{GameSubmission, RegisterRequest, SubmitGamesRequest};
 
@@ -35,6 +35,10 @@ pub struct IngestArgs {
     /// Length cap of the generated games (the started coordinator adjudicates with the same).
     #[arg(long, default_value_t = 160)]
     max_plies: u32,
+    /// The started coordinator's dataset: an object store prefix (`s3://BUCKET/PREFIX`, with the
+    /// store's usual environment variables) or a folder; by default its temporary data folder.
+    #[arg(long, value_parser = DatasetLocation::parse)]
+    dataset: Option<DatasetLocation>,
     /// Poll the started coordinator's dashboard (its overview and games JSON, and `/metrics`) every
     /// this many seconds while the load runs, to measure what watching a run costs.
     #[arg(long)]
@@ -89,7 +93,7 @@ impl Drop for Started {
     }
 }
 
-fn start_coordinator(max_plies: u32) -> Result<(String, Started)> {
+fn start_coordinator(max_plies: u32, dataset: Option<&DatasetLocation>) -> Result<(String, Started)> {
     use std::io::BufRead;
     let data = tempfile::tempdir()?;
     // The synthetic games are played by the rules alone (and the length cap): no material
@@ -99,6 +103,7 @@ fn start_coordinator(max_plies: u32) -> Result<(String, Started)> {
         .args(["--max-plies", &max_plies.to_string(), "--material-adjudication", "0", "--repeater-loses", "false"])
         .arg("--data")
         .arg(data.path())
+        .args(dataset.map(|d| format!("--dataset={d}")))
         // A thousand simulated workers would make a thousand "worker joined" lines.
         .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
         .stdout(Stdio::piped())
@@ -159,9 +164,12 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         )
     });
     let (url, started) = match &args.coordinator {
+        Some(_) if args.dataset.is_some() => {
+            bail!("--dataset is for the coordinator the benchmark starts, not --coordinator")
+        }
         Some(url) => (url.clone(), None),
         None => {
-            let (url, started) = start_coordinator(args.max_plies)?;
+            let (url, started) = start_coordinator(args.max_plies, args.dataset.as_ref())?;
             (url, Some(started))
         }
     };
@@ -240,6 +248,7 @@ pub fn run(args: &IngestArgs) -> Result<()> {
             "workers": args.workers,
             "games_per_worker": args.games,
             "batch": args.batch,
+            "dataset": args.dataset.as_ref().map(ToString::to_string),
             "games": total,
             "positions": positions,
             "accepted": accepted,

@@ -136,6 +136,40 @@ fn bench_net_json_prints_one_object_per_measurement() {
 }
 
 #[test]
+fn bench_selfplay_json_counts_the_games_it_played() {
+    let args = ["bench", "selfplay", "--model", "tiny", "--device", "cpu", "--games", "2", "--games-per-thread", "2"];
+    let lines = json_lines(&xqz(&[&args[..], &["--max-plies", "12", "--playouts", "8", "--json"]].concat()));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let l = &lines[0];
+    assert_eq!(
+        (l["bench"].as_str(), l["model"].as_str(), l["games"].as_u64()),
+        (Some("selfplay"), Some("tiny"), Some(2))
+    );
+    let (moves, secs) = (l["moves"].as_f64().unwrap(), l["seconds"].as_f64().unwrap());
+    assert!(moves > 0.0 && moves <= 24.0, "two games of at most 12 plies: {l}");
+    assert!((l["moves_per_s"].as_f64().unwrap() - moves / secs).abs() < 1e-6 * moves / secs, "{l}");
+    assert!(l["mean_batch"].as_f64().unwrap() >= 1.0, "{l}");
+}
+
+#[test]
+fn bench_ingest_json_reports_every_game_accepted_with_latencies_and_the_coordinators_memory() {
+    let args = ["bench", "ingest", "--workers", "3", "--games", "4", "--batch", "2", "--max-plies", "40", "--json"];
+    let lines = json_lines(&xqz(&args));
+    let l = lines.iter().find(|l| l["measurement"] == "ingest").unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!((l["games"].as_u64(), l["accepted"].as_u64(), l["requests"].as_u64()), (Some(12), Some(12), Some(6)));
+    let (p50, p99, max) = (
+        l["latency_p50_ms"].as_f64().unwrap(),
+        l["latency_p99_ms"].as_f64().unwrap(),
+        l["latency_max_ms"].as_f64().unwrap(),
+    );
+    assert!(0.0 < p50 && p50 <= p99 && p99 <= max, "{l}");
+    let commits = l["commits"].as_f64().unwrap();
+    assert!((1.0..=6.0).contains(&commits), "six requests in one to six group commits: {l}");
+    assert!(l["coordinator_peak_rss_bytes"].as_u64().unwrap() > 1 << 20, "{l}");
+    assert!(l["dataset"].is_null() && l["games_per_s"].as_f64().unwrap() > 0.0, "{l}");
+}
+
+#[test]
 fn bench_net_refuses_a_missing_gpu_and_unknown_models() {
     let out = xqz(&["bench", "net", "--model", "nope", "--device", "cpu"]);
     assert!(!out.status.success());
