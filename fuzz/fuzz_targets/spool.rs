@@ -186,15 +186,9 @@ fn check_reopen_push_remove(dir: &Path, spool: Spool, mut expected: Shown) {
 fn raw(log: &[u8]) {
     let dir = scratch();
     fs::write(dir.path().join(LOG), log).unwrap();
-    let spool = match Spool::open(dir.path()) {
-        Ok(spool) => spool,
-        // Only a record with a valid checksum whose batch does not decode fails the opening:
-        // libFuzzer can forge the checksum from the comparison it sees.
-        Err(e) => {
-            assert_eq!(e.source.kind(), std::io::ErrorKind::InvalidData, "{e}");
-            return;
-        }
-    };
+    // Whatever the log holds, even a record whose checksum libFuzzer forged from the comparison
+    // it sees but whose batch does not decode (quarantined), it opens.
+    let spool = Spool::open(dir.path()).unwrap_or_else(|e| panic!("a damaged log must still open: {e}"));
     let stretches = quarantined(&spool);
     assert!(stretches.iter().map(Vec::len).sum::<usize>() <= log.len());
     for stretch in stretches {

@@ -88,8 +88,8 @@ fn record_at(bytes: &[u8]) -> Option<(u8, &[u8], usize)> {
 
 /// What a log's bytes hold.
 struct Decoded<'a> {
-    /// The whole records, in order.
-    records: Vec<(u8, &'a [u8])>,
+    /// The whole records, in order, with where each lies in the log.
+    records: Vec<(u8, &'a [u8], std::ops::Range<usize>)>,
     /// Damaged stretches before a whole record, as byte ranges.
     damaged: Vec<std::ops::Range<usize>>,
     /// Where a damaged or cut-off tail begins (no whole record after it), if there is one.
@@ -103,7 +103,7 @@ fn decode_records(bytes: &[u8]) -> Decoded<'_> {
     let mut at = 0;
     while at < bytes.len() {
         if let Some((kind, body, len)) = record_at(&bytes[at..]) {
-            decoded.records.push((kind, body));
+            decoded.records.push((kind, body, at..at + len));
             at += len;
             continue;
         }
@@ -136,17 +136,24 @@ impl Spool {
         let decoded = decode_records(&bytes);
         let mut quarantined = Vec::new();
         for range in &decoded.damaged {
-            quarantined.push(quarantine(dir, &bytes[range.clone()], range).map_err(err)?);
+            let reason = "failed their checksum; the records after them were kept";
+            quarantined.push(quarantine(dir, &bytes[range.clone()], range, reason).map_err(err)?);
         }
         let mut pending = VecDeque::new();
-        for (kind, body) in decoded.records {
+        for (kind, body, range) in decoded.records {
             if kind == ACK {
                 let key = String::from_utf8_lossy(body);
                 pending.retain(|b: &SubmitGamesRequest| b.idempotency_key != key);
-            } else {
-                let batch =
-                    SubmitGamesRequest::decode(body).map_err(|e| err(io::Error::new(io::ErrorKind::InvalidData, e)))?;
-                pending.push_back(batch);
+                continue;
+            }
+            match SubmitGamesRequest::decode(body) {
+                Ok(batch) => pending.push_back(batch),
+                // Whole and checksummed, yet not a batch (another version's record?): set aside, so
+                // that it never stops the worker from opening its spool.
+                Err(e) => {
+                    let reason = format!("are a whole batch record that does not decode ({e}); the others were kept");
+                    quarantined.push(quarantine(dir, &bytes[range.clone()], &range, &reason).map_err(err)?);
+                }
             }
         }
         // Written to a new file and renamed over the log, so a crash leaves one or the other whole.
@@ -218,7 +225,8 @@ impl Spool {
 
 /// Keeps a damaged stretch of the log, found at `range`, in `dir/quarantine/` with a note of why;
 /// returns its file.
-fn quarantine(dir: &Path, bytes: &[u8], range: &std::ops::Range<usize>) -> io::Result<PathBuf> {
+/// Moves `bytes` (at `range` of the log) to `quarantine/`, with a note saying they `reason`.
+fn quarantine(dir: &Path, bytes: &[u8], range: &std::ops::Range<usize>, reason: &str) -> io::Result<PathBuf> {
     let folder = dir.join("quarantine");
     fs::create_dir_all(&folder)?;
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -226,11 +234,7 @@ fn quarantine(dir: &Path, bytes: &[u8], range: &std::ops::Range<usize>) -> io::R
     fs::write(&path, bytes)?;
     fs::write(
         path.with_extension("txt"),
-        format!(
-            "{} bytes at offset {} of {LOG} failed their checksum; the records after them were kept.\n",
-            bytes.len(),
-            range.start
-        ),
+        format!("{} bytes at offset {} of {LOG} {reason}.\n", bytes.len(), range.start),
     )?;
     sync_dir(&folder)?;
     Ok(path)
@@ -330,6 +334,30 @@ mod tests {
         let [kept] = spool.quarantined() else { panic!("{:?}", spool.quarantined()) };
         assert_eq!(fs::read(kept).unwrap().len(), HEADER + batch("b", 2).encode_to_vec().len());
         assert!(fs::read_to_string(kept.with_extension("txt")).unwrap().contains(&format!("offset {second}")));
+    }
+
+    #[test]
+    fn a_whole_record_that_is_not_a_batch_is_quarantined_and_the_others_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut spool = Spool::open(dir.path()).unwrap();
+        spool.push(&batch("a", 1)).unwrap();
+        drop(spool);
+        let path = dir.path().join(LOG);
+        let mut bytes = fs::read(&path).unwrap();
+        let at = bytes.len();
+        // Field 1 (the key) claims 5 bytes and has none: the checksum matches, the batch does not decode.
+        let odd = encode_record(BATCH, &[0x0a, 0x05]);
+        bytes.extend_from_slice(&odd);
+        bytes.extend_from_slice(&encode_record(BATCH, &batch("b", 1).encode_to_vec()));
+        fs::write(&path, &bytes).unwrap();
+        let spool = Spool::open(dir.path()).unwrap();
+        assert_eq!(keys(&spool), ["a", "b"]);
+        let [kept] = spool.quarantined() else { panic!("{:?}", spool.quarantined()) };
+        assert_eq!(fs::read(kept).unwrap(), odd);
+        let note = fs::read_to_string(kept.with_extension("txt")).unwrap();
+        assert!(note.contains(&format!("offset {at}")) && note.contains("does not decode"), "{note}");
+        drop(spool);
+        assert_eq!(keys(&Spool::open(dir.path()).unwrap()), ["a", "b"], "compacted without it");
     }
 
     #[test]
