@@ -77,19 +77,34 @@ fn encode_record(kind: u8, body: &[u8]) -> Vec<u8> {
     record
 }
 
-/// The whole record at the start of `bytes`, as its kind, body and length, if there is one.
-fn record_at(bytes: &[u8]) -> Option<(u8, &[u8], usize)> {
+/// A whole record: a batch, or the acknowledgement of a key.
+enum Record<'a> {
+    Batch(SubmitGamesRequest),
+    Ack(&'a [u8]),
+}
+
+/// The whole record at the start of `bytes`, and its length, if there is one. A batch record
+/// whose body does not decode is no record (damage), however its checksum came to match, so that
+/// it cannot swallow the records after it.
+fn record_at(bytes: &[u8]) -> Option<(Record<'_>, usize)> {
     let header = bytes.get(..HEADER)?;
     let len = u32::from_le_bytes(header[..4].try_into().expect("4 bytes")) as usize;
     let kind = header[12];
     let body = bytes.get(HEADER..HEADER.checked_add(len)?)?;
-    (matches!(kind, BATCH | ACK) && header[4..12] == checksum(kind, body)).then_some((kind, body, HEADER + len))
+    if !matches!(kind, BATCH | ACK) || header[4..12] != checksum(kind, body) {
+        return None;
+    }
+    let record = match kind {
+        BATCH => Record::Batch(SubmitGamesRequest::decode(body).ok()?),
+        _ => Record::Ack(body),
+    };
+    Some((record, HEADER + len))
 }
 
 /// What a log's bytes hold.
 struct Decoded<'a> {
-    /// The whole records, in order, with where each lies in the log.
-    records: Vec<(u8, &'a [u8], std::ops::Range<usize>)>,
+    /// The whole records, in order.
+    records: Vec<Record<'a>>,
     /// Damaged stretches before a whole record, as byte ranges.
     damaged: Vec<std::ops::Range<usize>>,
     /// Where a damaged or cut-off tail begins (no whole record after it), if there is one.
@@ -102,8 +117,8 @@ fn decode_records(bytes: &[u8]) -> Decoded<'_> {
     let mut decoded = Decoded { records: Vec::new(), damaged: Vec::new(), tail: None };
     let mut at = 0;
     while at < bytes.len() {
-        if let Some((kind, body, len)) = record_at(&bytes[at..]) {
-            decoded.records.push((kind, body, at..at + len));
+        if let Some((record, len)) = record_at(&bytes[at..]) {
+            decoded.records.push(record);
             at += len;
             continue;
         }
@@ -136,23 +151,15 @@ impl Spool {
         let decoded = decode_records(&bytes);
         let mut quarantined = Vec::new();
         for range in &decoded.damaged {
-            let reason = "failed their checksum; the records after them were kept";
-            quarantined.push(quarantine(dir, &bytes[range.clone()], range, reason).map_err(err)?);
+            quarantined.push(quarantine(dir, &bytes[range.clone()], range).map_err(err)?);
         }
         let mut pending = VecDeque::new();
-        for (kind, body, range) in decoded.records {
-            if kind == ACK {
-                let key = String::from_utf8_lossy(body);
-                pending.retain(|b: &SubmitGamesRequest| b.idempotency_key != key);
-                continue;
-            }
-            match SubmitGamesRequest::decode(body) {
-                Ok(batch) => pending.push_back(batch),
-                // Whole and checksummed, yet not a batch (another version's record?): set aside, so
-                // that it never stops the worker from opening its spool.
-                Err(e) => {
-                    let reason = format!("are a whole batch record that does not decode ({e}); the others were kept");
-                    quarantined.push(quarantine(dir, &bytes[range.clone()], &range, &reason).map_err(err)?);
+        for record in decoded.records {
+            match record {
+                Record::Batch(batch) => pending.push_back(batch),
+                Record::Ack(key) => {
+                    let key = String::from_utf8_lossy(key);
+                    pending.retain(|b: &SubmitGamesRequest| b.idempotency_key != key);
                 }
             }
         }
@@ -225,8 +232,7 @@ impl Spool {
 
 /// Keeps a damaged stretch of the log, found at `range`, in `dir/quarantine/` with a note of why;
 /// returns its file.
-/// Moves `bytes` (at `range` of the log) to `quarantine/`, with a note saying they `reason`.
-fn quarantine(dir: &Path, bytes: &[u8], range: &std::ops::Range<usize>, reason: &str) -> io::Result<PathBuf> {
+fn quarantine(dir: &Path, bytes: &[u8], range: &std::ops::Range<usize>) -> io::Result<PathBuf> {
     let folder = dir.join("quarantine");
     fs::create_dir_all(&folder)?;
     let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -234,7 +240,12 @@ fn quarantine(dir: &Path, bytes: &[u8], range: &std::ops::Range<usize>, reason: 
     fs::write(&path, bytes)?;
     fs::write(
         path.with_extension("txt"),
-        format!("{} bytes at offset {} of {LOG} {reason}.\n", bytes.len(), range.start),
+        format!(
+            "{} bytes at offset {} of {LOG} are not whole records (a failed checksum, or a batch that does not \
+             decode); the records after them were kept.\n",
+            bytes.len(),
+            range.start
+        ),
     )?;
     sync_dir(&folder)?;
     Ok(path)
@@ -357,7 +368,25 @@ mod tests {
         let note = fs::read_to_string(kept.with_extension("txt")).unwrap();
         assert!(note.contains(&format!("offset {at}")) && note.contains("does not decode"), "{note}");
         drop(spool);
-        assert_eq!(keys(&Spool::open(dir.path()).unwrap()), ["a", "b"], "compacted without it");
+
+        // A forged record whose claimed body runs into the next one does not swallow it.
+        fs::write(&path, &bytes[..at]).unwrap();
+        let next = encode_record(BATCH, &batch("c", 1).encode_to_vec());
+        let mut forged = Vec::new();
+        let body: Vec<u8> = [&[0x0a, 0x05][..], &next[..5]].concat();
+        forged.extend_from_slice(&u32::try_from(body.len()).unwrap().to_le_bytes());
+        forged.extend_from_slice(&checksum(BATCH, &body));
+        forged.push(BATCH);
+        forged.extend_from_slice(&[0x0a, 0x05]);
+        let mut log = bytes[..at].to_vec();
+        log.extend_from_slice(&forged);
+        log.extend_from_slice(&next);
+        fs::write(&path, &log).unwrap();
+        let spool = Spool::open(dir.path()).unwrap();
+        assert_eq!(keys(&spool), ["a", "c"]);
+        assert!(!spool.had_torn_tail());
+        drop(spool);
+        assert_eq!(keys(&Spool::open(dir.path()).unwrap()), ["a", "c"], "compacted without it");
     }
 
     #[test]
