@@ -260,13 +260,13 @@ impl DatasetLocation {
 
     /// Stores other roles' files at this location, in order, each complete or not at all (a
     /// folder is created first): a reader that finds the last file finds the earlier ones too.
-    pub fn put_files(&self, files: Vec<(&str, Vec<u8>)>) -> Result<()> {
-        let DatasetLocation::Local(dir) = self else { return self.write_all(files) };
-        fs::create_dir_all(dir).at(dir)?;
-        // A folder's fsync after each rename keeps the order through a crash too.
+    pub fn put_files<N: AsRef<str>>(&self, files: Vec<(N, Vec<u8>)>) -> Result<()> {
+        if let DatasetLocation::Local(dir) = self {
+            fs::create_dir_all(dir).at(dir)?;
+        }
+        // One at a time: a folder's fsync after each rename keeps the order through a crash too.
         for (name, bytes) in files {
-            write_renamed(dir, name, &bytes)?;
-            sync_dir(dir)?;
+            self.write(name.as_ref(), bytes)?;
         }
         Ok(())
     }

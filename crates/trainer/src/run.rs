@@ -196,10 +196,12 @@ fn back_up(backup: &DatasetLocation, path: &Path, metrics: &Path) -> Result<(), 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(source) => return Err(RunError::Io { path: metrics.to_path_buf(), source }),
     }
-    let files = files.iter().map(|(name, bytes)| (name.as_str(), bytes.clone())).collect();
-    backup
-        .put_files(files)
-        .map_err(|source| RunError::Backup { location: backup.to_string(), source: Box::new(source) })
+    backup.put_files(files).map_err(backup_error(backup))
+}
+
+/// How a failed read or write of `backup` is reported.
+fn backup_error(backup: &DatasetLocation) -> impl Fn(DatasetError) -> RunError + '_ {
+    move |source| RunError::Backup { location: backup.to_string(), source: Box::new(source) }
 }
 
 /// Fills a run folder that has no checkpoint from the backup's latest one (and its
@@ -208,7 +210,7 @@ fn restore(backup: &DatasetLocation, run: &Path) -> Result<Option<PathBuf>, RunE
     if latest_checkpoint(run).is_some() {
         return Ok(None);
     }
-    let error = |source| RunError::Backup { location: backup.to_string(), source: Box::new(source) };
+    let error = &backup_error(backup);
     let Some(latest) = backup.get_file("latest").map_err(error)? else { return Ok(None) };
     let name = String::from_utf8_lossy(&latest).trim().to_string();
     let well_formed = name
@@ -263,21 +265,15 @@ pub fn train(
         tracing::info!(checkpoint = %path.display(), backup = %backup, "resuming from the backup's latest checkpoint");
     }
     let metrics_path = config.run.join("metrics.csv");
-    // Every checkpoint goes to the backup as soon as it is written.
-    let save = |trainer: &Trainer, model_version: u64| -> Result<PathBuf, RunError> {
-        let path = save_checkpoint(trainer, &config.run, model_version)?;
-        if let Some(backup) = &config.backup {
-            back_up(backup, &path, &metrics_path)?;
-        }
-        Ok(path)
-    };
+    // Every checkpoint goes to the backup once it is final (published, when it is published).
+    let copy_to_backup = |path: &Path| config.backup.as_ref().map_or(Ok(()), |b| back_up(b, path, &metrics_path));
     let mut trainer = match latest_checkpoint(&config.run) {
         Some(path) => Trainer::resume(&path, config.device, Some(&config.model))?,
         None => {
             let net = Network::seeded(&config.model, config.device, config.seed);
             let trainer = Trainer::new(net, config.optimizer);
             // Step 0 is kept: the model the run started from, the baseline of its evaluations.
-            save(&trainer, 0)?;
+            copy_to_backup(&save_checkpoint(&trainer, &config.run, 0)?)?;
             trainer
         }
     };
@@ -321,13 +317,14 @@ pub fn train(
             let info = trainer.info();
             let step = info.training_steps;
             if step % config.publish_every.max(1) == 0 || step % config.checkpoint_every.max(1) == 0 {
-                let path = save(&trainer, model_version)?;
+                let mut path = save_checkpoint(&trainer, &config.run, model_version)?;
                 if step % config.publish_every.max(1) == 0 {
                     model_version =
                         publisher.publish(&path).map_err(|source| RunError::Publish { path: path.clone(), source })?;
                     // The checkpoint names the version it was published as.
-                    save(&trainer, model_version)?;
+                    path = save_checkpoint(&trainer, &config.run, model_version)?;
                 }
+                copy_to_backup(&path)?;
             }
             let secs = clock.0.elapsed().as_secs_f64().max(1e-9);
             let report = StepReport {
@@ -362,7 +359,7 @@ pub fn train(
     }
     metrics.flush().map_err(io(&metrics_path))?;
     if last.is_some() {
-        save(&trainer, model_version)?;
+        copy_to_backup(&save_checkpoint(&trainer, &config.run, model_version)?)?;
     }
     Ok(last)
 }
