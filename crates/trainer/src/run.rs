@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use xqz_dataset::{DatasetError, DatasetLocation, ReplayConfig, ReplayWindow, WindowSize};
-use xqz_net::{CheckpointError, Device, ModelConfig, Network, TrainConfig, TrainError, Trainer};
+use xqz_net::{CheckpointError, Device, ModelConfig, Network, TrainConfig, TrainError, Trainer, checkpoint};
 
 use crate::data::{DataError, Targets, TrainingData};
 use crate::publish::PublishError;
@@ -61,6 +61,8 @@ pub struct TrainerConfig {
     pub poll: Duration,
     /// Seed of the initial weights and of the sampling.
     pub seed: u64,
+    /// A checkpoint whose weights a new run starts from (instead of seeded random ones).
+    pub start_from: Option<PathBuf>,
 }
 
 /// Where published models go (the coordinator, or nowhere in a local test).
@@ -267,17 +269,32 @@ pub fn train(
     let metrics_path = config.run.join("metrics.csv");
     // Every checkpoint goes to the backup once it is final (published, when it is published).
     let copy_to_backup = |path: &Path| config.backup.as_ref().map_or(Ok(()), |b| back_up(b, path, &metrics_path));
-    let mut trainer = match latest_checkpoint(&config.run) {
-        Some(path) => Trainer::resume(&path, config.device, Some(&config.model))?,
+    let (mut trainer, mut model_version) = match latest_checkpoint(&config.run) {
+        Some(path) => {
+            let trainer = Trainer::resume(&path, config.device, Some(&config.model))?;
+            let version = trainer.info().model_version;
+            (trainer, version)
+        }
         None => {
-            let net = Network::seeded(&config.model, config.device, config.seed);
+            let net = match &config.start_from {
+                Some(start) => checkpoint::load(start, config.device, Some(&config.model))?.0,
+                None => Network::seeded(&config.model, config.device, config.seed),
+            };
             let trainer = Trainer::new(net, config.optimizer);
             // Step 0 is kept: the model the run started from, the baseline of its evaluations.
-            copy_to_backup(&save_checkpoint(&trainer, &config.run, 0)?)?;
-            trainer
+            let mut path = save_checkpoint(&trainer, &config.run, 0)?;
+            let mut version = 0;
+            if config.start_from.is_some() {
+                // Workers play the model started from at once, not a random network until the
+                // first publication.
+                version =
+                    publisher.publish(&path).map_err(|source| RunError::Publish { path: path.clone(), source })?;
+                path = save_checkpoint(&trainer, &config.run, version)?;
+            }
+            copy_to_backup(&path)?;
+            (trainer, version)
         }
     };
-    let mut model_version = trainer.info().model_version;
     let new_file = !metrics_path.exists();
     let mut metrics = OpenOptions::new().create(true).append(true).open(&metrics_path).map_err(io(&metrics_path))?;
     if new_file {

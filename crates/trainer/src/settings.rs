@@ -72,6 +72,12 @@ pub struct TrainSettings {
     /// Seed of the initial weights and of the sampling.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().seed))]
     pub seed: u64,
+    /// A checkpoint whose weights a new run starts from instead of random ones (its counters and
+    /// momentum start at 0, and it is published at once); the run's model must be its config. A
+    /// run with checkpoints of its own resumes from them.
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_from: Option<std::path::PathBuf>,
 }
 
 impl Default for TrainSettings {
@@ -93,6 +99,7 @@ impl Default for TrainSettings {
             checkpoint_every: 100,
             publish_every: 100,
             seed: 0,
+            start_from: None,
         }
     }
 }
@@ -232,6 +239,7 @@ impl TrainSettings {
             max_steps,
             poll: Duration::from_secs(2),
             seed: self.seed,
+            start_from: self.start_from.clone(),
         })
     }
 }

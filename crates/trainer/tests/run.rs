@@ -48,6 +48,7 @@ fn config(data: &Path, run: &Path, max_steps: u64) -> TrainerConfig {
         max_steps: Some(max_steps),
         poll: Duration::from_millis(50),
         seed: 5,
+        start_from: None,
     }
 }
 
@@ -90,6 +91,39 @@ fn trains_checkpoints_publishes_and_resumes() {
     let steps: Vec<u64> =
         metrics_rows(run.path()).iter().map(|r| r.split(',').next().unwrap().parse().unwrap()).collect();
     assert_eq!(steps, (1..=18).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_new_run_starts_from_another_runs_checkpoint_with_fresh_counters_and_publishes_it_first() {
+    let (data, first, second) =
+        (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    dataset(data.path(), 20);
+    train(&config(data.path(), first.path(), 12), &mut Counting::default(), &AtomicBool::new(false), |_| {}).unwrap();
+    let start = latest_checkpoint(first.path()).unwrap();
+
+    let config = TrainerConfig { start_from: Some(start.clone()), ..config(data.path(), second.path(), 4) };
+    let mut publisher = Counting::default();
+    let last = train(&config, &mut publisher, &AtomicBool::new(false), |_| {}).unwrap().unwrap();
+    assert_eq!((last.step, last.samples_seen), (4, 4 * 32), "the counters start at 0");
+    assert_eq!(publisher.0.len(), 1, "the model started from is published before any step");
+    let step0 = second.path().join("checkpoints/step-00000000.json");
+    assert_eq!(publisher.0[0], step0);
+    let weights = |path: &Path| {
+        let meta = xqz_net::checkpoint::read_meta(path).unwrap();
+        std::fs::read(path.with_file_name(meta.weights.file)).unwrap()
+    };
+    assert_eq!(weights(&step0), weights(&start), "step 0 holds the weights started from");
+    assert_eq!(xqz_net::checkpoint::read_meta(&step0).unwrap().info.model_version, 1);
+
+    // Another model config than the checkpoint's is refused by name; so is a missing file.
+    let other =
+        TrainerConfig { model: ModelConfig::builtin("mid").unwrap(), run: data.path().join("r3"), ..config.clone() };
+    let error = train(&other, &mut Counting::default(), &AtomicBool::new(false), |_| {}).unwrap_err().to_string();
+    assert!(error.contains("mid") && error.contains("tiny"), "{error}");
+    let missing =
+        TrainerConfig { start_from: Some(data.path().join("nope.json")), run: data.path().join("r4"), ..config };
+    let error = train(&missing, &mut Counting::default(), &AtomicBool::new(false), |_| {}).unwrap_err().to_string();
+    assert!(error.contains("nope.json"), "{error}");
 }
 
 #[test]
