@@ -49,8 +49,13 @@
 //! [-1, 1]), visits and the network's prior; moves the book already had from games get their
 //! search statistics too, so that `pi` covers them. A new move has no games (`games` = 0) and
 //! `min_ply` the ply of the likeliest line. A new position gets the ECCO name of that line.
-//! Values are stored as searched, not backed up the tree as genbook does: a position's value is
-//! its own search's, whatever its children's searches found later.
+//!
+//! Values are backed up the line, as genbook backs them up: once a position is searched, the move
+//! that led to it along the likeliest line takes minus the best value among the position's moves
+//! (a minimax over what the book has searched), and so on up the line while a value changes. A
+//! move into an unsearched position keeps its own search's value. Other lines into the same
+//! position (transpositions) are not revisited: they take the backed-up value when a later search
+//! below them backs up through them.
 //!
 //! Each step is one transaction: the book file is the whole state, so growing stops anywhere and
 //! a later [`Grower`] resumes where it stopped, from a grown book or one built from games alike.
@@ -186,17 +191,20 @@ impl Grower {
     /// `None` once no position is left to search (every line reached `max_ply` or ended).
     pub fn step<E: Evaluator + ?Sized>(&mut self, evaluator: &mut E) -> Result<Option<Grown>> {
         let Some((line, priority)) = self.next()? else { return Ok(None) };
-        let mut pos = Position::startpos();
+        let mut path = vec![Position::startpos()];
         let mut classifier = Classifier::new();
         for &mv in &line {
-            classifier.push(&pos, mv);
-            pos.play_unchecked(mv);
+            let mut next = path[path.len() - 1].clone();
+            classifier.push(&next, mv);
+            next.play_unchecked(mv);
+            path.push(next);
         }
+        let pos = &path[line.len()];
         let mut tree = Tree::new(Game::from_position(pos.clone(), GameConfig::default()));
         search(&mut tree, evaluator, self.config.playouts, &self.config.search)
             .map_err(|source| BookError::Search { fen: pos.to_string(), source })?;
         let root = tree.root();
-        let moves = self.write(&pos, line.len() as u32, &root, classifier.opening())?;
+        let moves = self.write(&path, &line, &root, classifier.opening())?;
         Ok(Some(Grown { line, priority, value: f64::from(root.value()), moves }))
     }
 
@@ -278,8 +286,10 @@ impl Grower {
         }))
     }
 
-    /// Writes a search of `pos`, reached at `ply`, in one transaction; returns the moves written.
-    fn write(&self, pos: &Position, ply: u32, root: &RootStats, opening: Option<&Opening>) -> Result<usize> {
+    /// Writes a search of the last position of `path` (the positions along `line` from the start)
+    /// and backs its value up the line, in one transaction; returns the moves written.
+    fn write(&self, path: &[Position], line: &[Move], root: &RootStats, opening: Option<&Opening>) -> Result<usize> {
+        let (pos, ply) = (&path[line.len()], line.len() as u32);
         let (canonical, key) = self.book.locate(pos);
         // (book move, visits, visits * value, prior): in a symmetric position a move and its
         // mirror are one row, so their statistics add up.
@@ -349,7 +359,34 @@ impl Grower {
                 written += 1;
             }
         }
+        self.back_up(path, line)?;
         tx.commit().map_err(sqlite)?;
         Ok(written)
+    }
+
+    /// Sets the value of each move of `line` to minus the best value of the position it leads to,
+    /// from the last move up, until a value no longer changes.
+    fn back_up(&self, path: &[Position], line: &[Move]) -> Result<()> {
+        let sqlite = |e| self.book.sqlite(e);
+        for (i, &mv) in line.iter().enumerate().rev() {
+            let Some(child) = self.book.probe(&path[i + 1])? else { return Ok(()) };
+            let Some(best) = child.moves.iter().filter_map(|m| m.value).max_by(f64::total_cmp) else { return Ok(()) };
+            let (canonical, key) = self.book.locate(&path[i]);
+            let changed = self
+                .book
+                .connection()
+                .prepare_cached(
+                    "UPDATE moves SET value = ?1 WHERE move = ?2 AND (value IS NULL OR value != ?1) AND position_id = \
+                     (SELECT id FROM positions WHERE key = ?3 AND fen = ?4)",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![-best, canonical.move_to_book(mv).to_string(), key as i64, canonical.fen()])
+                })
+                .map_err(sqlite)?;
+            if changed == 0 {
+                return Ok(());
+            }
+        }
+        Ok(())
     }
 }

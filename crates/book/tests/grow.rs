@@ -99,6 +99,51 @@ fn growing_stops_at_max_ply() {
 }
 
 #[test]
+fn values_are_backed_up_as_a_minimax_over_the_searched_positions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("book.sqlite");
+    // Two plies: the root, its moves and theirs, every line searched (no transpositions yet).
+    let config = GrowConfig { max_ply: 2, max_moves: 2, ..config() };
+    let mut grower = Grower::open(&path, config).unwrap();
+    let mut searched = Vec::new();
+    while let Some(grown) = grower.step(&mut MaterialEvaluator).unwrap() {
+        searched.push(grown);
+    }
+    assert!(searched.len() >= 4, "{searched:?}");
+    let book = Book::open(&path).unwrap();
+    let best = |pos: &Position| {
+        let entry = book.probe(pos).unwrap()?;
+        entry
+            .moves
+            .iter()
+            .any(|m| m.visits.is_some())
+            .then(|| entry.moves.iter().filter_map(|m| m.value).fold(f64::MIN, f64::max))
+    };
+    let mut checked = 0;
+    for grown in searched.iter().filter(|g| g.line.len() < 2) {
+        let mut pos = Position::startpos();
+        for &mv in &grown.line {
+            pos.play(mv).unwrap();
+        }
+        for m in book.probe(&pos).unwrap().unwrap().moves {
+            let mut child = pos.clone();
+            child.play(m.mv).unwrap();
+            if let Some(best) = best(&child) {
+                assert!(
+                    (m.value.unwrap() + best).abs() < 1e-9,
+                    "{} after {:?}: {:?} against {best}",
+                    m.mv,
+                    grown.line,
+                    m.value
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 3, "moves into searched positions: {checked}");
+}
+
+#[test]
 fn a_book_built_from_games_keeps_its_counts_and_gets_search_statistics() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("book.sqlite");
