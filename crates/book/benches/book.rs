@@ -7,6 +7,8 @@
 //!   ply limit; random games make almost every position new, the builder's worst case);
 //! - build: positions/s for the whole `xqz book build` path: reading the dataset, counting, and
 //!   writing the SQLite file in one transaction;
+//! - build, defaults: the same with the book's default settings (the first 40 plies of each
+//!   game), as positions read from the dataset per second;
 //! - probe: look-ups/s of `Book::probe` over positions taken from the games, half of them
 //!   mirrored, in random order.
 
@@ -68,6 +70,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         summary.positions,
         summary.moves,
         std::fs::metadata(&book_path)?.len() as f64 / 1e6
+    );
+
+    // The same with the book's defaults (the first 40 plies of each game): what `xqz book build`
+    // does unless told otherwise.
+    let defaults_path = dir.path().join("defaults.sqlite");
+    let t = Instant::now();
+    let mut builder = BookBuilder::new(BuildConfig::default());
+    builder.add_dataset(data.as_path())?;
+    let counted = t.elapsed().as_secs_f64();
+    let defaults = builder.write(&defaults_path, false)?;
+    let secs = t.elapsed().as_secs_f64();
+    println!(
+        "build, defaults (max ply {}): {:.0} positions/s ({} plies read in {secs:.2}s: read and count {counted:.2}s, \
+         write {:.2}s; {} positions, {} moves)",
+        BuildConfig::default().max_ply,
+        plies as f64 / secs,
+        plies,
+        secs - counted,
+        defaults.positions,
+        defaults.moves
     );
 
     // Probe positions along the games (every ply but the last, which has no book move).
