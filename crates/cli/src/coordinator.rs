@@ -63,6 +63,10 @@ pub struct CoordinatorArgs {
     /// that start the coordinator).
     #[arg(long)]
     ready_file: Option<PathBuf>,
+    /// Seconds a worker may be silent before it is counted lost (logged once, no longer counted
+    /// alive); at least 1. Workers send a heartbeat every 5 s.
+    #[arg(long, default_value_t = 60.0, value_parser = crate::worker::parse_seconds)]
+    alive_seconds: f64,
     #[command(flatten)]
     play: PlaySettings,
     #[command(flatten)]
@@ -121,6 +125,8 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
         args.metrics.map_or_else(String::new, |at| at.to_string()),
         crate::token::TOKEN_ENV
     );
+    anyhow::ensure!(args.alive_seconds >= 1.0, "--alive-seconds {} is too short: at least 1", args.alive_seconds);
+    config.limits.alive_window = std::time::Duration::from_secs_f64(args.alive_seconds);
     config.metrics = args.metrics;
     config.run_folder = args.run_folder.clone();
     config.dataset = args.dataset.clone();

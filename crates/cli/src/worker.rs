@@ -72,7 +72,7 @@ impl ModelHost for NetHost {
 }
 
 /// Parses a number of seconds, 0 or more.
-fn parse_seconds(text: &str) -> Result<f64, String> {
+pub(crate) fn parse_seconds(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
         Ok(s) if s >= 0.0 && s.is_finite() && s < 1e9 => Ok(s),
         _ => Err(format!("expected a number of seconds, 0 or more, got {text:?}")),

@@ -1,5 +1,6 @@
 //! The logs of `xqz`: a coordinator run as a child process logs, as JSON lines on stderr, a worker
-//! joining, a rejected batch with its reason and a published model; `RUST_LOG` filters them.
+//! joining, a rejected batch with its reason, a published model and a worker lost; `RUST_LOG`
+//! filters them.
 
 mod common;
 
@@ -16,11 +17,11 @@ use xqz_proto::v1::{GameSubmission, PlySearch, RegisterRequest, SubmitGamesReque
 use xqz_test_support::process::{ChildGuard, start_listening};
 use xqz_trainer::Publisher as _;
 
-/// A coordinator on 127.0.0.1:0 that adjudicates games at 2 plies, started with `env`; its
-/// address and the stderr lines it has written so far (collected as they come).
-fn coordinator(data: &Path, env: &[(&str, &str)]) -> (ChildGuard, String, Arc<Mutex<Vec<String>>>) {
+/// A coordinator on 127.0.0.1:0 that adjudicates games at 2 plies, started with `env` and `args`;
+/// its address and the stderr lines it has written so far (collected as they come).
+fn coordinator(data: &Path, env: &[(&str, &str)], args: &[&str]) -> (ChildGuard, String, Arc<Mutex<Vec<String>>>) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_xqz"));
-    command.args(["coordinator", "--listen", "127.0.0.1:0", "--max-plies", "2", "--data"]).arg(data);
+    command.args(["coordinator", "--listen", "127.0.0.1:0", "--max-plies", "2", "--data"]).arg(data).args(args);
     command.env_remove("RUST_LOG").env_remove("XQZ_LOG_FORMAT").envs(env.iter().copied()).stderr(Stdio::piped());
     let (mut child, addr) = start_listening(&mut command);
     let lines = Arc::new(Mutex::new(Vec::new()));
@@ -104,7 +105,7 @@ fn event<'a>(events: &'a [Value], message: &str) -> &'a Value {
 fn the_coordinator_logs_joins_rejections_and_models_as_json_lines() {
     let data = tempfile::tempdir().unwrap();
     let (_child, url, lines) =
-        coordinator(&data.path().join("coordinator"), &[("RUST_LOG", "info"), ("XQZ_LOG_FORMAT", "json")]);
+        coordinator(&data.path().join("coordinator"), &[("RUST_LOG", "info"), ("XQZ_LOG_FORMAT", "json")], &[]);
     let worker_id = register_and_submit(&url, "rack-7", true);
     let checkpoint = common::tiny_checkpoint(data.path());
     let mut publisher = xqz_trainer::GrpcPublisher::new(&url, None, None, "trainer-logs").unwrap();
@@ -148,13 +149,36 @@ fn the_coordinator_logs_joins_rejections_and_models_as_json_lines() {
 fn rust_log_warn_hides_the_info_lines() {
     let data = tempfile::tempdir().unwrap();
     // Text lines this time (the default format).
-    let (_child, url, lines) = coordinator(data.path(), &[("RUST_LOG", "warn")]);
+    let (_child, url, lines) = coordinator(data.path(), &[("RUST_LOG", "warn")], &[]);
     register_and_submit(&url, "quiet", false);
     let lines = wait_for(&lines, "rejected batch", |l| l.contains("batch rejected"));
     let rejected = lines.iter().find(|l| l.contains("batch rejected")).unwrap();
     assert!(rejected.contains(" WARN ") && rejected.contains("code=InvalidArgument"), "{rejected}");
     assert!(lines.iter().all(|l| !l.contains(" INFO ")), "{}", lines.join("\n"));
     assert!(lines.iter().all(|l| !l.contains("worker joined") && !l.contains("coordinator serving")), "{lines:?}");
+}
+
+#[test]
+fn a_worker_that_falls_silent_is_logged_lost_once() {
+    let data = tempfile::tempdir().unwrap();
+    let (_child, url, lines) = coordinator(data.path(), &[("XQZ_LOG_FORMAT", "json")], &["--alive-seconds", "2"]);
+    let worker_id = register_and_submit(&url, "rack-9", true);
+    wait_for(&lines, "lost worker", |l| l.contains("worker lost"));
+    // Sweeps go on every half second: a worker lost is logged once, not at every sweep.
+    std::thread::sleep(Duration::from_secs(3));
+    let events: Vec<Value> = lines.lock().unwrap().iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lost = event(&events, "worker lost: not heard from within 2s");
+    assert_eq!(lost["level"], "WARN");
+    assert_eq!((lost["worker"].as_str(), lost["games"].as_u64()), (Some(worker_id.as_str()), Some(1)), "{lost}");
+    assert!(lost["silent_s"].as_u64().is_some_and(|s| (2..=4).contains(&s)), "{lost}");
+
+    let out = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["coordinator", "--listen", "127.0.0.1:0", "--alive-seconds", "0.5", "--data"])
+        .arg(data.path().join("other"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("--alive-seconds 0.5 is too short"), "{stderr}");
 }
 
 #[test]

@@ -71,6 +71,9 @@ pub struct Limits {
     /// Longest the server waits at shutdown for its connections to close before it stops anyway:
     /// a client that keeps an idle connection open would otherwise hold the shutdown forever.
     pub drain_timeout: Duration,
+    /// How long a worker may be silent before it is counted lost (logged once, and no longer
+    /// counted alive); workers send a heartbeat every 5 s.
+    pub alive_window: Duration,
 }
 
 impl Default for Limits {
@@ -83,6 +86,7 @@ impl Default for Limits {
             max_concurrent_requests: 4,
             request_timeout: Duration::from_secs(300),
             drain_timeout: Duration::from_secs(15),
+            alive_window: Duration::from_secs(60),
         }
     }
 }
@@ -249,7 +253,7 @@ pub async fn serve(
     let sweeper = state.clone();
     let mut sweeping = stop_rx.clone();
     tokio::spawn(async move {
-        let mut every = tokio::time::interval(service::SWEEP_EVERY);
+        let mut every = tokio::time::interval(service::sweep_every(sweeper.alive_window()));
         loop {
             tokio::select! {
                 _ = every.tick() => sweeper.sweep(),

@@ -35,7 +35,11 @@ impl Default for Metrics {
         let duplicates = register(r, "xqz_duplicate_games", "Games skipped as already stored.");
         let commits =
             register(r, "xqz_commits", "Group commits of SubmitGames requests (one shard and one fsync each).");
-        let workers_alive = register(r, "xqz_workers_alive", "Workers heard from in the last minute.");
+        let workers_alive = register(
+            r,
+            "xqz_workers_alive",
+            "Workers heard from within the alive window (a minute unless the coordinator is told otherwise).",
+        );
         let model_version = register(r, "xqz_model_version", "Version of the newest published model.");
         let ingest_latency = Histogram::new(BUCKETS);
         registry.register("xqz_ingest_latency_seconds", "SubmitGames handling time.", ingest_latency.clone());

@@ -26,11 +26,11 @@ use crate::store::{Ingested, KeyReused, Store, Stored, Submission, content_diges
 use crate::validate::{check_request, check_worker_id, validate_games};
 use crate::worker_ids::WorkerIds;
 
-/// Workers silent for longer are not counted as alive.
-const ALIVE_WINDOW: Duration = Duration::from_secs(60);
-/// How often the coordinator looks for workers that fell silent, so that a lost worker is logged
-/// even while no other worker calls.
-pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(5);
+/// How often the coordinator looks for workers that fell silent (at most every 5 s, and at least
+/// four times per `alive_window`), so that a lost worker is logged even while no other worker calls.
+pub(crate) fn sweep_every(alive_window: Duration) -> Duration {
+    (alive_window / 4).clamp(Duration::from_millis(100), Duration::from_secs(5))
+}
 /// Longest text a client chose (an id, a key, a name) that a log line quotes.
 const LOGGED_BYTES: usize = 96;
 /// Size of a `DownloadModel` chunk.
@@ -148,19 +148,25 @@ impl State {
     /// window, so that the map holds only live workers whatever ids clients send.
     fn live(&self) -> MutexGuard<'_, HashMap<String, WorkerSeen>> {
         let mut workers = lock(&self.workers);
-        for (worker, seen) in forget_silent(&mut workers, Instant::now(), ALIVE_WINDOW) {
+        let window = self.limits.alive_window;
+        for (worker, seen) in forget_silent(&mut workers, Instant::now(), window) {
             warn!(
                 worker = %worker,
                 silent_s = seen.last_seen.elapsed().as_secs(),
                 games = seen.games,
                 "worker lost: not heard from within {}s",
-                ALIVE_WINDOW.as_secs()
+                window.as_secs_f64()
             );
         }
         workers
     }
 
-    /// Forgets the workers that fell silent (logging each once); run every [`SWEEP_EVERY`].
+    /// The silence after which a worker is counted lost.
+    pub fn alive_window(&self) -> Duration {
+        self.limits.alive_window
+    }
+
+    /// Forgets the workers that fell silent (logging each once); run every [`sweep_every`].
     pub fn sweep(&self) {
         drop(self.live());
     }
