@@ -64,6 +64,27 @@ impl Started {
         Some(kib * 1024)
     }
 
+    /// The coordinator's CPU time so far (user and system), in seconds (Linux).
+    fn cpu_seconds(&self) -> Option<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).ok()?;
+        // After the command name, which may hold spaces, in parentheses: utime and stime are
+        // the 12th and 13th fields.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok()??;
+        Some(ticks as f64 / per_second as f64)
+    }
+
+    /// The coordinator's CPU time per poll of the dashboard (as [`Poller`] polls it), in seconds,
+    /// over `polls` polls back to back.
+    fn poll_cost(&self, polls: u32) -> Result<Option<f64>> {
+        let Some(before) = self.cpu_seconds() else { return Ok(None) };
+        for _ in 0..polls {
+            poll_once(&self.http).context("polling the dashboard")?;
+        }
+        Ok(self.cpu_seconds().map(|after| (after - before) / f64::from(polls)))
+    }
+
     /// The value of a series of the coordinator's `/metrics`.
     fn metric(&self, name: &str) -> Option<f64> {
         let text = http_get(&self.http, "/metrics").ok()?;
@@ -181,6 +202,7 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         (Some(_), Some(_)) => bail!("--poll-dashboard takes a positive number of seconds"),
         (Some(_), None) => bail!("--poll-dashboard polls the coordinator the benchmark starts, not --coordinator"),
     };
+    let cpu_before = started.as_ref().and_then(Started::cpu_seconds);
     let runtime = tokio::runtime::Runtime::new()?;
     let (elapsed, mut latencies, accepted) = runtime.block_on(async {
         let start = Instant::now();
@@ -218,8 +240,21 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         Ok::<_, anyhow::Error>((start.elapsed(), latencies, accepted))
     })?;
     let polls = poll.map(Poller::stop).transpose()?;
-    latencies.sort();
     let secs = elapsed.as_secs_f64();
+    // The coordinator's CPU during the load, then the CPU one poll costs, measured alone after it
+    // (200 polls: the clock ticks in hundredths of a second). At one poll every `every` seconds,
+    // watching takes `poll_cpu / every` of a core: as a share of what the load took, an upper
+    // bound on the ingest rate it can cost where the coordinator's CPU is the limit.
+    let load_cpu = started.as_ref().and_then(|s| Some(s.cpu_seconds()? - cpu_before?));
+    let poll_cpu = match (args.poll_dashboard, &started) {
+        (Some(_), Some(started)) => started.poll_cost(200)?,
+        _ => None,
+    };
+    let watch_share = match (poll_cpu, load_cpu, args.poll_dashboard) {
+        (Some(poll), Some(load), Some(every)) if load > 0.0 => Some(poll / every / (load / secs)),
+        _ => None,
+    };
+    latencies.sort();
     let peak_rss = started.as_ref().and_then(Started::peak_rss);
     let commits = started.as_ref().and_then(|s| s.metric("xqz_commits_total"));
     let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
@@ -230,7 +265,7 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         || {
             format!(
                 "accepted {accepted}/{total} games in {secs:.2}s: {:.0} games/s, {:.0} positions/s\n\
-                 SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests){}{}{}",
+                 SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests){}{}{}{}",
                 accepted as f64 / secs,
                 positions as f64 / secs,
                 latencies.len(),
@@ -240,6 +275,17 @@ pub fn run(args: &IngestArgs) -> Result<()> {
                 )),
                 peak_rss.map_or(String::new(), |b| format!("\ncoordinator peak RSS: {:.0} MiB", mib(b))),
                 polls.map_or(String::new(), |n| format!("\ndashboard polled {n} times while it ran")),
+                match (poll_cpu, load_cpu, watch_share) {
+                    (Some(poll), Some(load), Some(share)) => format!(
+                        "\ncoordinator CPU: {load:.2}s during the load ({:.0}% of a core); one dashboard poll {:.2} ms, \
+                         so polling every {}s takes {:.2}% of the load's CPU",
+                        100.0 * load / secs,
+                        poll * 1e3,
+                        args.poll_dashboard.unwrap_or_default(),
+                        100.0 * share
+                    ),
+                    _ => String::new(),
+                },
             )
         },
         json!({
@@ -262,8 +308,19 @@ pub fn run(args: &IngestArgs) -> Result<()> {
             "commits": commits,
             "coordinator_peak_rss_bytes": peak_rss,
             "dashboard_polls": polls,
+            "coordinator_cpu_seconds": load_cpu,
+            "dashboard_poll_cpu_ms": poll_cpu.map(|c| c * 1e3),
+            "dashboard_cpu_share": watch_share,
         }),
     );
+    Ok(())
+}
+
+/// One poll of a dashboard as its page makes it: the overview, the latest games and `/metrics`.
+fn poll_once(http: &str) -> std::io::Result<()> {
+    for path in ["/api/overview", "/api/games", "/metrics"] {
+        http_get(http, path)?;
+    }
     Ok(())
 }
 
@@ -282,9 +339,7 @@ impl Poller {
         let thread = std::thread::spawn(move || {
             let mut polls = 0;
             while !stopped.load(Ordering::Relaxed) {
-                for path in ["/api/overview", "/api/games", "/metrics"] {
-                    http_get(&http, path)?;
-                }
+                poll_once(&http)?;
                 polls += 1;
                 std::thread::sleep(every);
             }

@@ -167,6 +167,29 @@ fn bench_ingest_json_reports_every_game_accepted_with_latencies_and_the_coordina
     assert!((1.0..=6.0).contains(&commits), "six requests in one to six group commits: {l}");
     assert!(l["coordinator_peak_rss_bytes"].as_u64().unwrap() > 1 << 20, "{l}");
     assert!(l["dataset"].is_null() && l["games_per_s"].as_f64().unwrap() > 0.0, "{l}");
+    assert!(l["coordinator_cpu_seconds"].as_f64().unwrap() >= 0.0, "{l}");
+    assert!(l["dashboard_poll_cpu_ms"].is_null() && l["dashboard_polls"].is_null(), "not polled: {l}");
+}
+
+#[test]
+fn bench_ingest_measures_what_polling_the_dashboard_costs_the_coordinator() {
+    let args = ["bench", "ingest", "--workers", "2", "--games", "4", "--max-plies", "40", "--poll-dashboard", "0.2"];
+    let lines = json_lines(&xqz(&[&args[..], &["--json"]].concat()));
+    let l = lines.iter().find(|l| l["measurement"] == "ingest").unwrap_or_else(|| panic!("{lines:?}"));
+    assert_eq!(l["accepted"].as_u64(), Some(8), "{l}");
+    assert!(l["dashboard_polls"].as_u64().unwrap() >= 1, "{l}");
+    // 200 polls back to back cost the coordinator some CPU, but far less than a second each.
+    let poll = l["dashboard_poll_cpu_ms"].as_f64().unwrap();
+    assert!(poll > 0.0 && poll < 1000.0, "{l}");
+    // The share of the load's CPU that polling every 0.2 s takes; none if the load took less than
+    // the clock's tick.
+    let (load, secs) = (l["coordinator_cpu_seconds"].as_f64().unwrap(), l["seconds"].as_f64().unwrap());
+    if load > 0.0 {
+        let share = l["dashboard_cpu_share"].as_f64().unwrap();
+        assert!((share - poll / 1e3 / 0.2 / (load / secs)).abs() < 1e-9 * share.max(1.0), "{l}");
+    } else {
+        assert!(l["dashboard_cpu_share"].is_null(), "{l}");
+    }
 }
 
 #[test]
