@@ -65,7 +65,7 @@ pub struct CoordinatorArgs {
     ready_file: Option<PathBuf>,
     /// Seconds a worker may be silent before it is counted lost (logged once, no longer counted
     /// alive); at least 1. Workers send a heartbeat every 5 s.
-    #[arg(long, default_value_t = 60.0, value_parser = crate::worker::parse_seconds)]
+    #[arg(long, default_value_t = 60.0, value_parser = crate::parse_seconds)]
     alive_seconds: f64,
     #[command(flatten)]
     play: PlaySettings,

@@ -245,6 +245,14 @@ fn run_perft(fen: &str, depth: u32, split: bool) -> Result<()> {
     Ok(())
 }
 
+/// Parses a number of seconds, 0 or more.
+pub(crate) fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s >= 0.0 && s.is_finite() && s < 1e9 => Ok(s),
+        _ => Err(format!("expected a number of seconds, 0 or more, got {text:?}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -37,7 +37,7 @@ pub struct WorkerArgs {
     init_model: String,
     /// On SIGTERM or Ctrl-C, how long games in progress may take to finish before they are
     /// dropped (finished games are then uploaded for up to 10 more seconds).
-    #[arg(long, default_value_t = 15.0, value_parser = parse_seconds)]
+    #[arg(long, default_value_t = 15.0, value_parser = crate::parse_seconds)]
     drain_seconds: f64,
     /// Stop after this many games are played and uploaded.
     #[arg(long)]
@@ -68,14 +68,6 @@ impl ModelHost for NetHost {
         let failed = |source: Box<dyn std::error::Error + Send + Sync>| InstallError { path: path.into(), source };
         let (net, _) = checkpoint::load(path, self.device, None).map_err(|e| failed(e.into()))?;
         self.service.swap(net).map_err(|e| failed(e.into()))
-    }
-}
-
-/// Parses a number of seconds, 0 or more.
-pub(crate) fn parse_seconds(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(s) if s >= 0.0 && s.is_finite() && s < 1e9 => Ok(s),
-        _ => Err(format!("expected a number of seconds, 0 or more, got {text:?}")),
     }
 }
 
