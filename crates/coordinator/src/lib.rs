@@ -253,7 +253,7 @@ pub async fn serve(
     let sweeper = state.clone();
     let mut sweeping = stop_rx.clone();
     tokio::spawn(async move {
-        let mut every = tokio::time::interval(service::sweep_every(sweeper.alive_window()));
+        let mut every = tokio::time::interval(service::sweep_every(config.limits.alive_window));
         loop {
             tokio::select! {
                 _ = every.tick() => sweeper.sweep(),

@@ -161,11 +161,6 @@ impl State {
         workers
     }
 
-    /// The silence after which a worker is counted lost.
-    pub fn alive_window(&self) -> Duration {
-        self.limits.alive_window
-    }
-
     /// Forgets the workers that fell silent (logging each once); run every [`sweep_every`].
     pub fn sweep(&self) {
         drop(self.live());

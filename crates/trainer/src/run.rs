@@ -173,6 +173,18 @@ fn save_checkpoint(trainer: &Trainer, run: &Path, model_version: u64) -> Result<
 
 /// The files of the checkpoint whose metadata is `name`, beside it: weights, optimizer state
 /// (when saved), metadata last.
+/// Publishes the checkpoint at `path`, then saves it again naming the version it was published
+/// as; returns that version and the checkpoint.
+fn publish(
+    publisher: &mut dyn Publisher,
+    trainer: &Trainer,
+    run: &Path,
+    path: PathBuf,
+) -> Result<(u64, PathBuf), RunError> {
+    let version = publisher.publish(&path).map_err(|source| RunError::Publish { path: path.clone(), source })?;
+    Ok((version, save_checkpoint(trainer, run, version)?))
+}
+
 fn checkpoint_files(name: &str) -> [String; 3] {
     let stem = name.strip_suffix(".json").unwrap_or(name);
     [format!("{stem}.safetensors"), format!("{stem}.optimizer.safetensors"), name.to_string()]
@@ -287,9 +299,7 @@ pub fn train(
             if config.start_from.is_some() {
                 // Workers play the model started from at once, not a random network until the
                 // first publication.
-                version =
-                    publisher.publish(&path).map_err(|source| RunError::Publish { path: path.clone(), source })?;
-                path = save_checkpoint(&trainer, &config.run, version)?;
+                (version, path) = publish(publisher, &trainer, &config.run, path)?;
             }
             copy_to_backup(&path)?;
             (trainer, version)
@@ -336,10 +346,7 @@ pub fn train(
             if step % config.publish_every.max(1) == 0 || step % config.checkpoint_every.max(1) == 0 {
                 let mut path = save_checkpoint(&trainer, &config.run, model_version)?;
                 if step % config.publish_every.max(1) == 0 {
-                    model_version =
-                        publisher.publish(&path).map_err(|source| RunError::Publish { path: path.clone(), source })?;
-                    // The checkpoint names the version it was published as.
-                    path = save_checkpoint(&trainer, &config.run, model_version)?;
+                    (model_version, path) = publish(publisher, &trainer, &config.run, path)?;
                 }
                 copy_to_backup(&path)?;
             }
