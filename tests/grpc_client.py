@@ -1,6 +1,8 @@
 """An independent gRPC client (grpcio, stubs generated here) against a running coordinator.
 
-Usage: grpc_client.py ADDR TOKEN. The coordinator must run with --max-plies 2 and that token.
+Usage: grpc_client.py ADDR TOKEN [CA_PEM]. The coordinator must run with --max-plies 2 and that
+token; with CA_PEM it must serve TLS with a certificate that CA signed, and the client first checks
+that a plaintext channel gets nothing from it.
 Checks that an illegal move is INVALID_ARGUMENT and stores nothing, that a wrong token is
 UNAUTHENTICATED, and that a valid two-move game (a max_length draw) is accepted and counted; then
 the hostile requests: root values out of range (INVALID_ARGUMENT), a message that would swell
@@ -52,10 +54,22 @@ def game(pb, game_id, moves, others):
 
 def main():
     addr, token = sys.argv[1], sys.argv[2]
+    ca = sys.argv[3] if len(sys.argv) > 3 else None
     with tempfile.TemporaryDirectory() as out:
         pb, rpc = load_stubs(out)
         auth = [("authorization", f"Bearer {token}")]
-        with grpc.insecure_channel(addr) as channel:
+        if ca is None:
+            channel = grpc.insecure_channel(addr)
+        else:
+            with grpc.insecure_channel(addr) as plain:
+                try:
+                    rpc.CoordinatorStub(plain).GetStats(pb.GetStatsRequest(), metadata=auth, timeout=5)
+                    raise AssertionError("a TLS coordinator answered a plaintext channel")
+                except grpc.RpcError as err:
+                    assert err.code() == grpc.StatusCode.UNAVAILABLE, err
+            with open(ca, "rb") as f:
+                channel = grpc.secure_channel(addr, grpc.ssl_channel_credentials(root_certificates=f.read()))
+        with channel:
             stub = rpc.CoordinatorStub(channel)
             before = stub.GetStats(pb.GetStatsRequest(), metadata=auth, timeout=10)
 

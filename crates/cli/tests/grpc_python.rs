@@ -6,8 +6,31 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use xqz_test_support::process::ChildGuard;
+use xqz_test_support::certificates::{ca, leaf};
+use xqz_test_support::process::{ChildGuard, start_listening};
 use xqz_test_support::python as support;
+
+#[test]
+fn python_grpcio_client_is_served_over_tls_and_refused_in_plaintext() {
+    let certs = tempfile::tempdir().unwrap();
+    ca(certs.path(), "ca");
+    leaf(certs.path(), "server", "ca");
+    let path = |name: &str| certs.path().join(name).display().to_string();
+    let (_coordinator, addr) = start_listening(
+        Command::new(env!("CARGO_BIN_EXE_xqz"))
+            .args(["coordinator", "--listen", "127.0.0.1:0", "--token", "py-token", "--max-plies", "2"])
+            .args(["--data", &path("data"), "--tls-cert", &path("server.pem"), "--tls-key", &path("server.key")]),
+    );
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/grpc_client.py");
+    let out = Command::new(support::python("grpcio"))
+        .arg(&script)
+        .args([addr.as_str(), "py-token", &path("ca.pem")])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "grpc_client.py over TLS failed:\n{text}");
+    assert!(text.contains("ok"), "{text}");
+}
 
 #[test]
 fn python_grpcio_client_is_served() {
