@@ -288,6 +288,9 @@ fn an_s3_writer_killed_mid_shard_leaves_nothing_half_visible() {
         std::thread::sleep(Duration::from_micros(round * 3100 % 7000));
         let killed = Instant::now();
         drop(child);
+        // A PUT the child sent just before it died may still be under way in moto: let it land,
+        // so that this reader and the writer below see the same objects.
+        std::thread::sleep(Duration::from_millis(300));
 
         let dataset = Dataset::open_at(location.clone()).unwrap();
         let games = dataset.games().unwrap();
@@ -315,4 +318,42 @@ fn an_s3_writer_killed_mid_shard_leaves_nothing_half_visible() {
         assert!(last_unlisted.into_iter().all(|id| id < shard.id), "an unlisted shard's id was reused");
         assert_eq!(Dataset::open_at(location.clone()).unwrap().num_games() as usize, games.len() + 1);
     }
+}
+
+#[test]
+fn a_compacting_writer_merges_shards_in_an_object_store_and_deletes_them_after_their_grace() {
+    let (store, location) = in_memory("run/dataset");
+    let games = games(21, 0, 20, &short());
+    let config = WriterConfig {
+        compaction: Some(xqz_dataset::Compaction { fan_in: 4, max_samples: u64::MAX }),
+        ..small_shards(usize::MAX, Compression::Zstd)
+    };
+    let (mut writer, _) = DatasetWriter::open_at(location.clone(), config.clone()).unwrap();
+    for (game, samples) in &games {
+        writer.append(game.clone(), samples.clone()).unwrap();
+        writer.flush().unwrap();
+        writer.compact().unwrap();
+    }
+    writer.finish().unwrap();
+    let dataset = Dataset::open_at(location.clone()).unwrap();
+    // 20 = 16 + 4.
+    assert_eq!(dataset.shards().iter().map(|s| s.level).collect::<Vec<_>>(), [2, 1]);
+    assert_eq!(dataset.games().unwrap(), games.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>());
+    assert!(dataset.report().is_clean(), "{}", dataset.report());
+    let retired: Vec<String> = dataset.manifest().retired.iter().flat_map(|r| r.files()).collect();
+    // Merged: the 16 first shards, 4 by 4, their 4 merges, and the 4 last shards.
+    assert_eq!(retired.len(), 2 * (16 + 4 + 4));
+    assert!(retired.iter().all(|name| location.get_file(name).unwrap().is_some()));
+
+    // Their grace passes.
+    let mut manifest = dataset.manifest().clone();
+    manifest.retired.iter_mut().for_each(|r| r.retired_unix_ms -= xqz_dataset::manifest::RETIRED_GRACE_MS);
+    put(&store, &format!("run/dataset/{MANIFEST_FILE}"), serde_json::to_vec(&manifest).unwrap());
+    let (mut writer, _) = DatasetWriter::open_at(location.clone(), config).unwrap();
+    writer.compact().unwrap();
+    writer.finish().unwrap();
+    let dataset = Dataset::open_at(location.clone()).unwrap();
+    assert!(dataset.manifest().retired.is_empty());
+    assert!(retired.iter().all(|name| location.get_file(name).unwrap().is_none()));
+    assert_eq!(dataset.games().unwrap().len(), 20);
 }
