@@ -12,7 +12,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
-use xqz_dataset::{DatasetLocation, GameId};
+use xqz_dataset::{Dataset, DatasetLocation, GameId};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{GameSubmission, RegisterRequest, SubmitGamesRequest};
 
@@ -52,16 +52,44 @@ struct Started {
     child: Child,
     /// Its HTTP address (metrics and dashboard).
     http: String,
-    _data: tempfile::TempDir,
+    /// Its data folder, kept for the coordinator that [`Started::restart`] starts.
+    data: Option<tempfile::TempDir>,
+}
+
+/// What a second coordinator over the stored games took to start.
+struct Restart {
+    ready: Duration,
+    rss: Option<u64>,
 }
 
 impl Started {
     /// The coordinator's peak resident memory so far, in bytes (Linux).
     fn peak_rss(&self) -> Option<u64> {
+        self.status_kib("VmHWM:").map(|kib| kib * 1024)
+    }
+
+    /// A field of `/proc/PID/status` given in KiB.
+    fn status_kib(&self, field: &str) -> Option<u64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-        Some(kib * 1024)
+        let line = status.lines().find(|l| l.starts_with(field))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// Stops the coordinator (SIGTERM, as an operator's rolling restart does) and starts another
+    /// over the same data: how long until it serves, and its resident memory then. Its start-up
+    /// reads what is stored, so this shows what that costs for the number of games stored.
+    fn restart(mut self, max_plies: u32, dataset: Option<&DatasetLocation>) -> Result<Restart> {
+        use nix::sys::signal::{Signal, kill};
+        use nix::unistd::Pid;
+        let pid = Pid::from_raw(i32::try_from(self.child.id())?);
+        kill(pid, Signal::SIGTERM).context("stop the coordinator")?;
+        self.child.wait()?;
+        let data = self.data.take().context("the data folder")?;
+        drop(self);
+        let t = Instant::now();
+        let (_, started) = start_coordinator(max_plies, dataset, data)?;
+        let ready = t.elapsed();
+        Ok(Restart { ready, rss: started.status_kib("VmRSS:").map(|kib| kib * 1024) })
     }
 
     /// The coordinator's CPU time so far (user and system), in seconds (Linux).
@@ -114,9 +142,12 @@ impl Drop for Started {
     }
 }
 
-fn start_coordinator(max_plies: u32, dataset: Option<&DatasetLocation>) -> Result<(String, Started)> {
+fn start_coordinator(
+    max_plies: u32,
+    dataset: Option<&DatasetLocation>,
+    data: tempfile::TempDir,
+) -> Result<(String, Started)> {
     use std::io::BufRead;
-    let data = tempfile::tempdir()?;
     // The synthetic games are played by the rules alone (and the length cap): no material
     // adjudication, and a repetition the rules call a draw is a draw.
     let mut child = Command::new(std::env::current_exe()?)
@@ -132,7 +163,7 @@ fn start_coordinator(max_plies: u32, dataset: Option<&DatasetLocation>) -> Resul
         .context("start the coordinator")?;
     let stdout = child.stdout.take().context("coordinator stdout")?;
     let mut lines = std::io::BufReader::new(stdout).lines();
-    let mut started = Started { child, http: String::new(), _data: data };
+    let mut started = Started { child, http: String::new(), data: Some(data) };
     let mut grpc = None;
     for line in lines.by_ref() {
         let line = line?;
@@ -190,7 +221,7 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         }
         Some(url) => (url.clone(), None),
         None => {
-            let (url, started) = start_coordinator(args.max_plies, args.dataset.as_ref())?;
+            let (url, started) = start_coordinator(args.max_plies, args.dataset.as_ref(), tempfile::tempdir()?)?;
             (url, Some(started))
         }
     };
@@ -257,6 +288,14 @@ pub fn run(args: &IngestArgs) -> Result<()> {
     latencies.sort();
     let peak_rss = started.as_ref().and_then(Started::peak_rss);
     let commits = started.as_ref().and_then(|s| s.metric("xqz_commits_total"));
+    // The stored dataset as a reader finds it: the coordinator merges the shards of its commits.
+    let location = match (&args.dataset, &started) {
+        (Some(location), _) => Some(location.clone()),
+        (None, Some(s)) => s.data.as_ref().map(|d| DatasetLocation::Local(d.path().join("dataset"))),
+        (None, None) => None,
+    };
+    let shards = location.map(Dataset::open_at).transpose()?.map(|d| d.shards().len());
+    let restart = started.map(|s| s.restart(args.max_plies, args.dataset.as_ref())).transpose()?;
     let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let (p50, p99) = (ms(percentile(&latencies, 0.5)), ms(percentile(&latencies, 0.99)));
@@ -265,7 +304,7 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         || {
             format!(
                 "accepted {accepted}/{total} games in {secs:.2}s: {:.0} games/s, {:.0} positions/s\n\
-                 SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests){}{}{}{}",
+                 SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests){}{}{}{}{}{}",
                 accepted as f64 / secs,
                 positions as f64 / secs,
                 latencies.len(),
@@ -274,6 +313,13 @@ pub fn run(args: &IngestArgs) -> Result<()> {
                     latencies.len() as f64 / c.max(1.0)
                 )),
                 peak_rss.map_or(String::new(), |b| format!("\ncoordinator peak RSS: {:.0} MiB", mib(b))),
+                shards.map_or(String::new(), |n| format!("\nshards in the dataset: {n}")),
+                restart.as_ref().map_or(String::new(), |r| format!(
+                    "\nrestart (SIGTERM, then a new coordinator over the stored games): serving after {:.0} ms, \
+                     resident memory then {}",
+                    r.ready.as_secs_f64() * 1e3,
+                    r.rss.map_or("unknown".into(), |b| format!("{:.0} MiB", mib(b)))
+                )),
                 polls.map_or(String::new(), |n| format!("\ndashboard polled {n} times while it ran")),
                 match (poll_cpu, load_cpu, watch_share) {
                     (Some(poll), Some(load), Some(share)) => format!(
@@ -307,6 +353,9 @@ pub fn run(args: &IngestArgs) -> Result<()> {
             "latency_max_ms": max,
             "commits": commits,
             "coordinator_peak_rss_bytes": peak_rss,
+            "shards": shards,
+            "restart_ready_ms": restart.as_ref().map(|r| r.ready.as_secs_f64() * 1e3),
+            "restart_rss_bytes": restart.as_ref().and_then(|r| r.rss),
             "dashboard_polls": polls,
             "coordinator_cpu_seconds": load_cpu,
             "dashboard_poll_cpu_ms": poll_cpu.map(|c| c * 1e3),

@@ -169,6 +169,11 @@ fn bench_ingest_json_reports_every_game_accepted_with_latencies_and_the_coordina
     assert!(l["dataset"].is_null() && l["games_per_s"].as_f64().unwrap() > 0.0, "{l}");
     assert!(l["coordinator_cpu_seconds"].as_f64().unwrap() >= 0.0, "{l}");
     assert!(l["dashboard_poll_cpu_ms"].is_null() && l["dashboard_polls"].is_null(), "not polled: {l}");
+    // One shard per commit while fewer than 16 are waiting to be merged.
+    assert_eq!(l["shards"].as_f64(), Some(commits), "{l}");
+    // A second coordinator over the stored games started and served.
+    assert!(l["restart_ready_ms"].as_f64().unwrap() > 0.0, "{l}");
+    assert!(l["restart_rss_bytes"].as_u64().unwrap() > 1 << 20, "{l}");
 }
 
 #[test]

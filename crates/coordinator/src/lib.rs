@@ -242,7 +242,12 @@ pub async fn serve(
         let registry = Registry::open(&data.join("models"))?;
         let history = SettingsHistory::open(&data, &settings, schedule, registry.latest_version())?;
         let ids = WorkerIds::open(&data).at(data.join(worker_ids::KEY_FILE))?;
-        Ok::<_, CoordinatorError>((history, Store::open(&data, dataset)?, registry, ids))
+        Ok::<_, CoordinatorError>((
+            history,
+            Store::open(&data, dataset, crate::store::Memory::default())?,
+            registry,
+            ids,
+        ))
     })
     .await??;
     let state = Arc::new(State::new(history, config.openings.clone(), config.limits.clone(), store, registry, ids));

@@ -12,8 +12,8 @@ use arrow_schema::{Schema, SchemaRef};
 
 use crate::error::{ArrowContext, DatasetError, IoContext, Result};
 use crate::manifest::{LOCK_FILE, MANIFEST_FILE, Manifest, ShardEntry, ShardKind, TMP_SUFFIX, parse_shard_file_name};
-use crate::record::{GameRecord, SampleRecord, batch_to_games, batch_to_samples};
-use crate::schema::{self, meta};
+use crate::record::{Columns, GameId, GameRecord, SampleRecord, batch_to_games, batch_to_samples};
+use crate::schema::{self, GAME_ID_BYTES, meta};
 use crate::storage::DatasetLocation;
 
 /// Why a file in the dataset folder is not read.
@@ -96,6 +96,8 @@ pub(crate) fn scan(location: &DatasetLocation, manifest: &Manifest) -> Result<(V
     let mut ignored = Vec::new();
     let listed: HashSet<&str> =
         manifest.shards.iter().flat_map(|s| [s.games_file.as_str(), s.samples_file.as_str()]).collect();
+    // A merged shard's old files are still there on purpose (see `Retired`).
+    let retired: HashSet<u64> = manifest.retired.iter().flat_map(|r| r.shards.iter().copied()).collect();
     let files = location.list()?;
     for (name, _) in &files {
         if name == MANIFEST_FILE || name == LOCK_FILE {
@@ -103,7 +105,9 @@ pub(crate) fn scan(location: &DatasetLocation, manifest: &Manifest) -> Result<(V
         }
         let reason = if name.ends_with(TMP_SUFFIX) {
             IgnoredReason::Temporary
-        } else if parse_shard_file_name(name).is_some() && !listed.contains(name.as_str()) {
+        } else if parse_shard_file_name(name).is_some_and(|(_, id)| !retired.contains(&id))
+            && !listed.contains(name.as_str())
+        {
             IgnoredReason::Unlisted
         } else {
             continue;
@@ -138,6 +142,37 @@ fn shard_file(shard: &ShardEntry, kind: ShardKind) -> &str {
     }
 }
 
+/// Reads one file of a listed shard at `location`, checked against the schema, the shard's id
+/// and the manifest's row count; returns its path (for errors) and its batches.
+pub(crate) fn read_shard(
+    location: &DatasetLocation,
+    shard: &ShardEntry,
+    kind: ShardKind,
+) -> Result<(PathBuf, ShardBatches)> {
+    read_shard_columns(location, shard, kind, None)
+}
+
+/// [`read_shard`], decoding only the column named `column` if one is given.
+fn read_shard_columns(
+    location: &DatasetLocation,
+    shard: &ShardEntry,
+    kind: ShardKind,
+    column: Option<&str>,
+) -> Result<(PathBuf, ShardBatches)> {
+    let name = shard_file(shard, kind);
+    let path = location.file(name);
+    let (expected, rows) = match kind {
+        ShardKind::Games => (schema::games_schema(), shard.games),
+        ShardKind::Samples => (schema::samples_schema(), shard.samples),
+    };
+    let batches = decode_ipc(location.read(name)?, &path, &expected, Some(shard.id), column)?;
+    if batches.num_rows() as u64 != rows {
+        let message = format!("{} rows, the manifest says {rows}", batches.num_rows());
+        return Err(DatasetError::Shard { path, message });
+    }
+    Ok((path, batches))
+}
+
 /// The record batches of one shard file, with the file's schema (and its metadata).
 #[derive(Clone, Debug)]
 pub struct ShardBatches {
@@ -156,12 +191,20 @@ impl ShardBatches {
 
 /// Reads one Arrow IPC file, checking its schema against `expected` and its shard id.
 pub fn read_ipc_file(path: &Path, expected: &Schema, shard_id: Option<u64>) -> Result<ShardBatches> {
-    decode_ipc(fs::read(path).at(path)?, path, expected, shard_id)
+    decode_ipc(fs::read(path).at(path)?, path, expected, shard_id, None)
 }
 
-/// Decodes one Arrow IPC file's `bytes` like [`read_ipc_file`]; `path` names it in errors.
-fn decode_ipc(bytes: Vec<u8>, path: &Path, expected: &Schema, shard_id: Option<u64>) -> Result<ShardBatches> {
-    let reader = FileReader::try_new(Cursor::new(bytes), None).arrow(|| format!("reading {}", path.display()))?;
+/// Decodes one Arrow IPC file's `bytes` like [`read_ipc_file`], all columns or only `column`;
+/// `path` names it in errors.
+fn decode_ipc(
+    bytes: Vec<u8>,
+    path: &Path,
+    expected: &Schema,
+    shard_id: Option<u64>,
+    column: Option<&str>,
+) -> Result<ShardBatches> {
+    let context = || format!("reading {}", path.display());
+    let mut reader = FileReader::try_new(Cursor::new(&bytes[..]), None).arrow(context)?;
     let schema = reader.schema();
     schema::check_compatible(expected, &schema)
         .map_err(|message| DatasetError::Shard { path: path.to_path_buf(), message })?;
@@ -174,7 +217,12 @@ fn decode_ipc(bytes: Vec<u8>, path: &Path, expected: &Schema, shard_id: Option<u
             });
         }
     }
-    let batches = reader.collect::<Result<Vec<_>, _>>().arrow(|| format!("reading {}", path.display()))?;
+    if let Some(column) = column {
+        // The footer is read again with the projection: only that column's buffers are decoded.
+        let index = schema.index_of(column).arrow(context)?;
+        reader = FileReader::try_new(Cursor::new(&bytes[..]), Some(vec![index])).arrow(context)?;
+    }
+    let batches = reader.collect::<Result<Vec<_>, _>>().arrow(context)?;
     Ok(ShardBatches { schema, batches })
 }
 
@@ -272,18 +320,7 @@ impl Dataset {
     }
 
     fn read_checked(&self, shard: &ShardEntry, kind: ShardKind) -> Result<(PathBuf, ShardBatches)> {
-        let path = self.shard_path(shard, kind);
-        let (expected, rows) = match kind {
-            ShardKind::Games => (schema::games_schema(), shard.games),
-            ShardKind::Samples => (schema::samples_schema(), shard.samples),
-        };
-        let bytes = self.location.read(shard_file(shard, kind))?;
-        let batches = decode_ipc(bytes, &path, &expected, Some(shard.id))?;
-        if batches.num_rows() as u64 != rows {
-            let message = format!("{} rows, the manifest says {rows}", batches.num_rows());
-            return Err(DatasetError::Shard { path, message });
-        }
-        Ok((path, batches))
+        read_shard(&self.location, shard, kind)
     }
 
     /// The raw record batches of a shard's games file.
@@ -304,6 +341,17 @@ impl Dataset {
             out.extend(batch_to_games(batch, &path)?);
         }
         Ok(out)
+    }
+
+    /// The ids of one shard's games, in order, decoding only that column.
+    pub fn read_game_ids(&self, shard: &ShardEntry) -> Result<Vec<GameId>> {
+        let (path, data) = read_shard_columns(&self.location, shard, ShardKind::Games, Some(schema::games::GAME_ID))?;
+        let mut ids = Vec::with_capacity(data.num_rows());
+        for batch in &data.batches {
+            let bytes = Columns::new(batch, &path).fixed_binary(schema::games::GAME_ID, GAME_ID_BYTES)?;
+            ids.extend(bytes.chunks_exact(GAME_ID_BYTES).map(|id| GameId(id.try_into().expect("16 bytes"))));
+        }
+        Ok(ids)
     }
 
     /// The samples of one shard.

@@ -74,4 +74,4 @@ pub use replay::{
 };
 pub use stats::DatasetStats;
 pub use storage::{DatasetLocation, LocationError, ObjectPrefix};
-pub use writer::{Compression, DatasetWriter, WriterConfig};
+pub use writer::{Compaction, Compression, DatasetWriter, WriterConfig};

@@ -87,7 +87,40 @@ pub struct ShardEntry {
     pub rulesets: Vec<String>,
     /// When it was written, Unix milliseconds.
     pub created_unix_ms: i64,
+    /// `[model version, games]` for each model version of its games, by version (absent in
+    /// manifests written before it was added: read the games then).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub games_by_model: Vec<[u64; 2]>,
+    /// 0 for a shard written from buffered rows; `n + 1` for one merged from shards of level `n`
+    /// ([`crate::Compaction`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub level: u32,
 }
+
+fn is_zero(level: &u32) -> bool {
+    *level == 0
+}
+
+/// The shards one merge replaced: no longer listed, their files kept for readers that read the
+/// manifest before the merge, deleted by the writer once [`RETIRED_GRACE_MS`] have passed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retired {
+    /// The ids of the merged shards; their files are named by [`ShardKind::file_name`].
+    pub shards: Vec<u64>,
+    /// When the merge was committed, Unix milliseconds.
+    pub retired_unix_ms: i64,
+}
+
+impl Retired {
+    /// The names of the retired shards' files.
+    pub fn files(&self) -> impl Iterator<Item = String> + '_ {
+        self.shards.iter().flat_map(|&id| [ShardKind::Games.file_name(id), ShardKind::Samples.file_name(id)])
+    }
+}
+
+/// How long a merged shard's old files outlive the merge: far longer than a reader takes between
+/// reading the manifest and reading the shards it lists.
+pub const RETIRED_GRACE_MS: i64 = 120_000;
 
 /// The list of committed shards, oldest first.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,11 +133,20 @@ pub struct Manifest {
     pub next_shard_id: u64,
     /// Committed shards, in write order.
     pub shards: Vec<ShardEntry>,
+    /// Shards merged into others, whose files are still present for a while ([`Retired`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub retired: Vec<Retired>,
 }
 
 impl Default for Manifest {
     fn default() -> Manifest {
-        Manifest { format: FORMAT.to_string(), schema_version: SCHEMA_VERSION, next_shard_id: 1, shards: Vec::new() }
+        Manifest {
+            format: FORMAT.to_string(),
+            schema_version: SCHEMA_VERSION,
+            next_shard_id: 1,
+            shards: Vec::new(),
+            retired: Vec::new(),
+        }
     }
 }
 

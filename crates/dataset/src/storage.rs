@@ -404,6 +404,26 @@ impl DatasetLocation {
         }
     }
 
+    /// Deletes file `name`; one that is not there is not an error.
+    pub(crate) fn remove_if_present(&self, name: &str) -> Result<()> {
+        match self {
+            DatasetLocation::Local(dir) => {
+                let path = dir.join(name);
+                match fs::remove_file(&path) {
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                    other => other.at(&path),
+                }
+            }
+            DatasetLocation::Object(o) => {
+                let (store, path) = (Arc::clone(&o.store), o.path(name));
+                match block_on(async move { store.delete(&path).await })? {
+                    Err(object_store::Error::NotFound { .. }) => Ok(()),
+                    other => other.map_err(o.error(name)),
+                }
+            }
+        }
+    }
+
     /// Takes the single writer's place: creates the folder and locks its `writer.lock`, or takes
     /// the prefix's lease in `holder`'s name. Fails with [`DatasetError::Locked`] or
     /// [`DatasetError::Leased`] while another writer holds it.

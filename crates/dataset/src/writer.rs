@@ -13,12 +13,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use arrow_array::RecordBatch;
+use arrow_array::{Array, RecordBatch, UInt64Array};
 use arrow_ipc::writer::{FileWriter, IpcWriteOptions};
+use arrow_schema::Schema;
 
-use crate::dataset::{IgnoredReason, RecoveryReport, scan};
+use crate::dataset::{IgnoredReason, RecoveryReport, read_shard, scan};
 use crate::error::{ArrowContext, DatasetError, Result};
-use crate::manifest::{Manifest, ShardEntry, ShardKind, TMP_SUFFIX, parse_shard_file_name};
+use crate::manifest::{Manifest, RETIRED_GRACE_MS, Retired, ShardEntry, ShardKind, TMP_SUFFIX, parse_shard_file_name};
 use crate::record::{GameRecord, SampleRecord, games_to_batch, samples_to_batch, validate};
 use crate::schema::{self, ShardMetadata};
 use crate::storage::{DatasetLocation, Version, WriterLock};
@@ -60,6 +61,31 @@ pub struct WriterConfig {
     pub batch_rows: usize,
     /// Who writes (stored in each shard's `xqz.writer` after the crate's name and version).
     pub writer_name: String,
+    /// Whether and how [`DatasetWriter::compact`] merges small shards (`None`: it never does).
+    pub compaction: Option<Compaction>,
+}
+
+/// Size-tiered merging of small shards, for a writer that flushes often (the coordinator writes
+/// one shard per group commit): without it the manifest, rewritten at every commit, and the
+/// folder grow by one shard per commit.
+///
+/// When the newest [`Compaction::fan_in`] shards of the manifest all have the same level, they
+/// are merged into one shard of the next level, unless it would hold more than
+/// [`Compaction::max_samples`] samples (such shards stay as they are for good). So the manifest
+/// holds about `fan_in` shards per level plus one per `max_samples / fan_in` to `max_samples`
+/// samples, whatever the number of commits, and a row is rewritten at most once per level.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Compaction {
+    /// Shards of one level merged at a time.
+    pub fan_in: usize,
+    /// The most samples a merged shard may hold (it is read whole by the replay window).
+    pub max_samples: u64,
+}
+
+impl Default for Compaction {
+    fn default() -> Compaction {
+        Compaction { fan_in: 16, max_samples: 131_072 }
+    }
 }
 
 impl Default for WriterConfig {
@@ -70,8 +96,18 @@ impl Default for WriterConfig {
             compression: Compression::Zstd,
             batch_rows: 8_192,
             writer_name: "xqz".to_string(),
+            compaction: None,
         }
     }
+}
+
+/// Sums `[model version, games]` pairs by version.
+fn games_by_model(counts: impl Iterator<Item = [u64; 2]>) -> Vec<[u64; 2]> {
+    let mut by_model = std::collections::BTreeMap::new();
+    for [version, games] in counts {
+        *by_model.entry(version).or_insert(0) += games;
+    }
+    by_model.into_iter().map(|(version, games)| [version, games]).collect()
 }
 
 fn now_unix_ms() -> i64 {
@@ -132,6 +168,9 @@ impl DatasetWriter {
     pub fn open_at(location: DatasetLocation, config: WriterConfig) -> Result<(DatasetWriter, RecoveryReport)> {
         if config.shard_rows == 0 || config.batch_rows == 0 {
             return Err(DatasetError::Config("shard_rows and batch_rows must be positive".into()));
+        }
+        if config.compaction.is_some_and(|c| c.fan_in < 2) {
+            return Err(DatasetError::Config("compaction fan_in must be at least 2".into()));
         }
         let lock = location.lock(&config.writer_name)?;
         let (manifest, manifest_version) = Manifest::read(&location)?;
@@ -216,9 +255,23 @@ impl DatasetWriter {
         let mut manifest = self.manifest.clone();
         manifest.shards.push(entry.clone());
         manifest.next_shard_id = self.next_id;
+        let committed = self.commit(manifest);
+        if self.manifest.shards.last().is_some_and(|s| s.id == id) {
+            self.clear();
+        }
+        committed.map(|()| Some(entry))
+    }
+
+    /// Replaces the manifest with `manifest`; on success (or a failure after which the store
+    /// holds it anyway) it becomes this writer's.
+    fn commit(&mut self, manifest: Manifest) -> Result<()> {
         // Checked again: the lease may have lapsed while the shard was uploading.
         match self.lock.check().and_then(|()| manifest.commit(&self.location, &self.manifest_version)) {
-            Ok(version) => self.manifest_version = version,
+            Ok(version) => {
+                self.manifest = manifest;
+                self.manifest_version = version;
+                Ok(())
+            }
             Err(err) => {
                 // The rename (or PUT) may have happened before the failure: trust what is stored.
                 if let Ok((stored, version)) = Manifest::read(&self.location)
@@ -226,14 +279,133 @@ impl DatasetWriter {
                 {
                     self.manifest = manifest;
                     self.manifest_version = version;
-                    self.clear();
                 }
-                return Err(err);
+                Err(err)
             }
         }
-        self.manifest = manifest;
-        self.clear();
-        Ok(Some(entry))
+    }
+
+    /// Merges the newest shards as [`WriterConfig::compaction`] says, level after level, and
+    /// deletes the files of earlier merges once their grace has passed; returns the shards
+    /// written. Call it after a flush, when nothing is buffered. Readers see the merged rows
+    /// in the same order; a failure leaves the manifest as it was before the failed merge (its
+    /// new files unlisted, reported by readers until deleted), and the writer usable.
+    pub fn compact(&mut self) -> Result<Vec<ShardEntry>> {
+        let Some(compaction) = self.config.compaction else {
+            return Ok(Vec::new());
+        };
+        let mut merged = Vec::new();
+        self.lock.check()?;
+        self.delete_retired()?;
+        loop {
+            let shards = &self.manifest.shards;
+            let Some(level) = shards.last().map(|s| s.level) else {
+                break;
+            };
+            let tail = shards.iter().rev().take_while(|s| s.level == level).count();
+            if tail < compaction.fan_in {
+                break;
+            }
+            let group = shards[shards.len() - compaction.fan_in..].to_vec();
+            if group.iter().map(|s| s.samples).sum::<u64>() > compaction.max_samples {
+                break;
+            }
+            let id = self.next_id;
+            self.next_id += 1;
+            let entry = self.merge(&group, id, level + 1)?;
+            let mut manifest = self.manifest.clone();
+            manifest.shards.truncate(shards.len() - compaction.fan_in);
+            manifest.shards.push(entry.clone());
+            manifest.next_shard_id = self.next_id;
+            manifest
+                .retired
+                .push(Retired { shards: group.iter().map(|s| s.id).collect(), retired_unix_ms: now_unix_ms() });
+            self.commit(manifest)?;
+            merged.push(entry);
+        }
+        Ok(merged)
+    }
+
+    /// Deletes the retired files whose grace has passed, then drops them from the manifest.
+    fn delete_retired(&mut self) -> Result<()> {
+        let now = now_unix_ms();
+        let (due, kept): (Vec<_>, Vec<_>) =
+            self.manifest.retired.iter().cloned().partition(|r| now - r.retired_unix_ms >= RETIRED_GRACE_MS);
+        if due.is_empty() {
+            return Ok(());
+        }
+        for file in due.iter().flat_map(Retired::files) {
+            // Deleted before the manifest forgets it: a crash in between leaves an id without
+            // files, which nothing reads, rather than files that no manifest accounts for.
+            self.location.remove_if_present(&file)?;
+        }
+        let manifest = Manifest { retired: kept, ..self.manifest.clone() };
+        self.commit(manifest)
+    }
+
+    /// Writes shard `id` at `level` with the rows of `group` (consecutive shards, oldest first).
+    fn merge(&self, group: &[ShardEntry], id: u64, level: u32) -> Result<ShardEntry> {
+        let rulesets: BTreeSet<String> = group.iter().flat_map(|s| s.rulesets.iter().cloned()).collect();
+        let meta = ShardMetadata {
+            shard_id: id,
+            rulesets: rulesets.into_iter().collect(),
+            model_version_min: group.iter().map(|s| s.model_version_min).min().unwrap_or(0),
+            model_version_max: group.iter().map(|s| s.model_version_max).max().unwrap_or(0),
+            writer: self.writer_label(),
+            created_unix_ms: now_unix_ms(),
+        };
+        let mut files = Vec::new();
+        let mut by_model = Vec::new();
+        for (kind, schema) in
+            [(ShardKind::Games, schema::games_schema()), (ShardKind::Samples, schema::samples_schema())]
+        {
+            let name = kind.file_name(id);
+            let schema = Arc::new(meta.apply(schema));
+            // One source shard in memory at a time: a merge's memory is its output (compressed)
+            // and its largest input, not the sum of its inputs.
+            let mut file = ShardFile::new(&self.location, &self.config, &name, &schema)?;
+            for shard in group {
+                for batch in read_shard(&self.location, shard, kind)?.1.batches {
+                    if kind == ShardKind::Games {
+                        // Counted from the rows: shards of older manifests lack the counts.
+                        let versions = batch
+                            .column_by_name(schema::games::MODEL_VERSION)
+                            .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+                            .ok_or_else(|| DatasetError::Shard {
+                                path: self.location.file(&name),
+                                message: "no model_version column".into(),
+                            })?;
+                        by_model.extend(versions.values().iter().map(|&v| [v, 1]));
+                    }
+                    let batch = RecordBatch::try_new(Arc::clone(&schema), batch.columns().to_vec())
+                        .arrow(|| format!("merging into {}", self.location.file(&name).display()))?;
+                    file.write(&batch)?;
+                }
+            }
+            files.push((name, file.finish()?));
+        }
+        let entry = ShardEntry {
+            id,
+            games_file: files[0].0.clone(),
+            samples_file: files[1].0.clone(),
+            games: group.iter().map(|s| s.games).sum(),
+            samples: group.iter().map(|s| s.samples).sum(),
+            games_bytes: files[0].1.len() as u64,
+            samples_bytes: files[1].1.len() as u64,
+            model_version_min: meta.model_version_min,
+            model_version_max: meta.model_version_max,
+            rulesets: meta.rulesets,
+            created_unix_ms: meta.created_unix_ms,
+            games_by_model: games_by_model(by_model.into_iter()),
+            level,
+        };
+        let (names, bytes): (Vec<String>, Vec<Vec<u8>>) = files.into_iter().unzip();
+        self.location.write_all(names.iter().map(String::as_str).zip(bytes).collect())?;
+        Ok(entry)
+    }
+
+    fn writer_label(&self) -> String {
+        format!("xqz-dataset {} ({})", env!("CARGO_PKG_VERSION"), self.config.writer_name)
     }
 
     /// Flushes and releases the folder.
@@ -256,7 +428,7 @@ impl DatasetWriter {
             rulesets: rulesets.iter().map(|s| s.to_string()).collect(),
             model_version_min: min,
             model_version_max: max,
-            writer: format!("xqz-dataset {} ({})", env!("CARGO_PKG_VERSION"), self.config.writer_name),
+            writer: self.writer_label(),
             created_unix_ms: now_unix_ms(),
         };
         let games = games_to_batch(&self.games, Arc::new(meta.apply(schema::games_schema())))?;
@@ -279,22 +451,49 @@ impl DatasetWriter {
             model_version_max: meta.model_version_max,
             rulesets: meta.rulesets,
             created_unix_ms: meta.created_unix_ms,
+            games_by_model: games_by_model(self.games.iter().map(|g| [g.model_version, 1])),
+            level: 0,
         })
     }
 
     /// Encodes `batch` as the Arrow IPC file `name`.
     fn encode(&self, name: &str, batch: &RecordBatch) -> Result<Vec<u8>> {
-        let context = || format!("writing {}", self.location.file(name).display());
-        let options =
-            IpcWriteOptions::default().try_with_compression(self.config.compression.arrow()).arrow(context)?;
-        let mut writer = FileWriter::try_new_with_options(Vec::new(), batch.schema_ref(), options).arrow(context)?;
-        let rows = batch.num_rows();
-        let mut offset = 0;
+        let mut file = ShardFile::new(&self.location, &self.config, name, batch.schema_ref())?;
+        file.write(batch)?;
+        file.finish()
+    }
+}
+
+/// An Arrow IPC file being encoded in memory, in record batches of at most
+/// [`WriterConfig::batch_rows`] rows.
+struct ShardFile {
+    writer: FileWriter<Vec<u8>>,
+    batch_rows: usize,
+    /// The file's path, for errors.
+    path: std::path::PathBuf,
+}
+
+impl ShardFile {
+    fn new(location: &DatasetLocation, config: &WriterConfig, name: &str, schema: &Schema) -> Result<ShardFile> {
+        let path = location.file(name);
+        let context = || format!("writing {}", path.display());
+        let options = IpcWriteOptions::default().try_with_compression(config.compression.arrow()).arrow(context)?;
+        let writer = FileWriter::try_new_with_options(Vec::new(), schema, options).arrow(context)?;
+        Ok(ShardFile { writer, batch_rows: config.batch_rows, path })
+    }
+
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let (rows, mut offset) = (batch.num_rows(), 0);
         while offset < rows {
-            let len = self.config.batch_rows.min(rows - offset);
-            writer.write(&batch.slice(offset, len)).arrow(context)?;
+            let len = self.batch_rows.min(rows - offset);
+            self.writer.write(&batch.slice(offset, len)).arrow(|| format!("writing {}", self.path.display()))?;
             offset += len;
         }
-        writer.into_inner().arrow(context)
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Vec<u8>> {
+        let path = self.path;
+        self.writer.into_inner().arrow(|| format!("writing {}", path.display()))
     }
 }

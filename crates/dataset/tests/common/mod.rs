@@ -21,7 +21,14 @@ pub fn short() -> SyntheticConfig {
 
 /// A writer config with small shards and no time-based flush.
 pub fn small_shards(shard_rows: usize, compression: Compression) -> WriterConfig {
-    WriterConfig { shard_rows, flush_interval: None, compression, batch_rows: 50, writer_name: "test".into() }
+    WriterConfig {
+        shard_rows,
+        flush_interval: None,
+        compression,
+        batch_rows: 50,
+        writer_name: "test".into(),
+        compaction: None,
+    }
 }
 
 /// Writes `games` into `dir` with `config`, finishing the writer.
