@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Subcommand, ValueEnum};
 use xiangqi::notation::MoveNotation;
 use xqz_dataset::export::{self, format_unix_ms};
-use xqz_dataset::{Dataset, DatasetLocation, DatasetStats};
+use xqz_dataset::{Dataset, DatasetLocation, DatasetStats, ShardEntry};
 
 #[derive(Subcommand)]
 pub enum DataCommand {
@@ -173,7 +173,7 @@ fn inspect(location: DatasetLocation, verify: bool) -> Result<()> {
     use std::fmt::Write as _;
     let dataset = open(location)?;
     let manifest = dataset.manifest();
-    let bytes: u64 = dataset.shards().iter().map(|s| s.games_bytes + s.samples_bytes).sum();
+    let bytes: u64 = dataset.shards().iter().map(ShardEntry::bytes).sum();
     let mut out = String::new();
     writeln!(out, "dataset {}", dataset.location())?;
     writeln!(

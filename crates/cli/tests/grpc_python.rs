@@ -21,14 +21,15 @@ fn python_grpcio_client_is_served_over_tls_and_refused_in_plaintext() {
             .args(["coordinator", "--listen", "127.0.0.1:0", "--token", "py-token", "--max-plies", "2"])
             .args(["--data", &path("data"), "--tls-cert", &path("server.pem"), "--tls-key", &path("server.key")]),
     );
+    grpc_client(&[addr.as_str(), "py-token", &path("ca.pem")]);
+}
+
+/// Runs tests/grpc_client.py with `args` under the project's Python, and checks that it passed.
+fn grpc_client(args: &[&str]) {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/grpc_client.py");
-    let out = Command::new(support::python("grpcio"))
-        .arg(&script)
-        .args([addr.as_str(), "py-token", &path("ca.pem")])
-        .output()
-        .unwrap();
+    let out = Command::new(support::python("grpcio")).arg(&script).args(args).output().unwrap();
     let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "grpc_client.py over TLS failed:\n{text}");
+    assert!(out.status.success(), "grpc_client.py {args:?} failed:\n{text}");
     assert!(text.contains("ok"), "{text}");
 }
 
@@ -46,11 +47,7 @@ fn python_grpcio_client_is_served() {
     BufReader::new(guard.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let addr = line.trim().strip_prefix("listening on ").unwrap_or_else(|| panic!("unexpected first line {line:?}"));
 
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/grpc_client.py");
-    let out = Command::new(support::python("grpcio")).arg(&script).args([addr, "py-token"]).output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "grpc_client.py failed:\n{text}");
-    assert!(text.contains("ok"), "{text}");
+    grpc_client(&[addr, "py-token"]);
 
     // SIGTERM is the graceful path: the coordinator drains and exits with success.
     let pid = guard.0.id().to_string();

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use xqz_dataset::{
-    Compaction, Dataset, DatasetLocation, DatasetWriter, GameId, GameRecord, SampleRecord, WriterConfig,
+    Compaction, Dataset, DatasetLocation, DatasetWriter, GameId, GameRecord, SampleRecord, ShardEntry, WriterConfig,
 };
 
 use crate::error::{CoordinatorError, IoAt};
@@ -243,7 +243,7 @@ impl Store {
         fs::create_dir_all(data).at(data)?;
         let (writer, _report) = DatasetWriter::open_at(location.clone(), writer_config())?;
         let dataset = Dataset::open_at(location.clone())?;
-        let bytes = dataset.shards().iter().map(|s| s.games_bytes + s.samples_bytes).sum();
+        let bytes = dataset.shards().iter().map(ShardEntry::bytes).sum();
         let mut counts = StoreCounts {
             games: dataset.num_games(),
             samples: dataset.num_samples(),
@@ -414,7 +414,7 @@ impl Store {
             games.into_iter().try_for_each(|(g, s)| writer.append(g, s).map(drop)).and_then(|()| writer.flush());
         match written {
             Ok(shard) => {
-                self.counts.bytes += shard.map_or(0, |s| s.games_bytes + s.samples_bytes);
+                self.counts.bytes += shard.map_or(0, |s| s.bytes());
                 self.record(&summary, latest);
                 self.compact();
                 Ok(())
@@ -442,7 +442,7 @@ impl Store {
         match writer.compact() {
             Ok(merged) if !merged.is_empty() => {
                 let shards = &writer.manifest().shards;
-                self.counts.bytes = shards.iter().map(|s| s.games_bytes + s.samples_bytes).sum();
+                self.counts.bytes = shards.iter().map(ShardEntry::bytes).sum();
                 tracing::debug!(merged = merged.len(), shards = shards.len(), "merged shards");
             }
             Ok(_) => {}
@@ -543,7 +543,7 @@ mod tests {
         let dataset = Dataset::open_at(location.clone()).unwrap();
         // 40 commits: two merged shards of 16 and 8 single ones.
         assert_eq!(dataset.shards().iter().map(|s| s.level).collect::<Vec<_>>(), [1, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
-        assert_eq!(before.bytes, dataset.shards().iter().map(|s| s.games_bytes + s.samples_bytes).sum::<u64>());
+        assert_eq!(before.bytes, dataset.shards().iter().map(ShardEntry::bytes).sum::<u64>());
 
         // A manifest written before the per-model counts existed: the store counts from the games.
         let path = dir.path().join("dataset").join(xqz_dataset::manifest::MANIFEST_FILE);

@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 use xqz_dataset::{
     Compression, Dataset, DatasetWriter, GameRecord, ReplayConfig, ReplayLoader, ReplayWindow, SampleColumns,
-    SampleRecord, WindowSize, WriterConfig,
+    SampleRecord, ShardEntry, WindowSize, WriterConfig,
 };
 
 const BATCH: usize = 256;
@@ -59,7 +59,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         writer.finish()?;
         let secs = t.elapsed().as_secs_f64();
         let dataset = Dataset::open(dir.path())?;
-        let bytes: u64 = dataset.shards().iter().map(|s| s.games_bytes + s.samples_bytes).sum();
+        let bytes: u64 = dataset.shards().iter().map(ShardEntry::bytes).sum();
         println!(
             "write {compression:?}: {:>9.0} samples/s {:>7.1} MB/s on disk ({} shards, {:.1} MB, {:.0} B/sample)",
             n_samples as f64 / secs,

@@ -319,23 +319,19 @@ impl Dataset {
         self.location.file(shard_file(shard, kind))
     }
 
-    fn read_checked(&self, shard: &ShardEntry, kind: ShardKind) -> Result<(PathBuf, ShardBatches)> {
-        read_shard(&self.location, shard, kind)
-    }
-
     /// The raw record batches of a shard's games file.
     pub fn games_batches(&self, shard: &ShardEntry) -> Result<ShardBatches> {
-        Ok(self.read_checked(shard, ShardKind::Games)?.1)
+        Ok(read_shard(&self.location, shard, ShardKind::Games)?.1)
     }
 
     /// The raw record batches of a shard's samples file.
     pub fn samples_batches(&self, shard: &ShardEntry) -> Result<ShardBatches> {
-        Ok(self.read_checked(shard, ShardKind::Samples)?.1)
+        Ok(read_shard(&self.location, shard, ShardKind::Samples)?.1)
     }
 
     /// The games of one shard.
     pub fn read_games(&self, shard: &ShardEntry) -> Result<Vec<GameRecord>> {
-        let (path, data) = self.read_checked(shard, ShardKind::Games)?;
+        let (path, data) = read_shard(&self.location, shard, ShardKind::Games)?;
         let mut out = Vec::with_capacity(data.num_rows());
         for batch in &data.batches {
             out.extend(batch_to_games(batch, &path)?);
@@ -356,7 +352,7 @@ impl Dataset {
 
     /// The samples of one shard.
     pub fn read_samples(&self, shard: &ShardEntry) -> Result<Vec<SampleRecord>> {
-        let (path, data) = self.read_checked(shard, ShardKind::Samples)?;
+        let (path, data) = read_shard(&self.location, shard, ShardKind::Samples)?;
         let mut out = Vec::with_capacity(data.num_rows());
         for batch in &data.batches {
             out.extend(batch_to_samples(batch, &path)?);

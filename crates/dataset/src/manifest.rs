@@ -97,6 +97,13 @@ pub struct ShardEntry {
     pub level: u32,
 }
 
+impl ShardEntry {
+    /// Size of its two files in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.games_bytes + self.samples_bytes
+    }
+}
+
 fn is_zero(level: &u32) -> bool {
     *level == 0
 }

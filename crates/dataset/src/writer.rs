@@ -329,11 +329,12 @@ impl DatasetWriter {
     /// Deletes the retired files whose grace has passed, then drops them from the manifest.
     fn delete_retired(&mut self) -> Result<()> {
         let now = now_unix_ms();
-        let (due, kept): (Vec<_>, Vec<_>) =
-            self.manifest.retired.iter().cloned().partition(|r| now - r.retired_unix_ms >= RETIRED_GRACE_MS);
-        if due.is_empty() {
+        let is_due = |r: &Retired| now - r.retired_unix_ms >= RETIRED_GRACE_MS;
+        // Called at every commit: nothing is copied unless something is due.
+        if !self.manifest.retired.iter().any(is_due) {
             return Ok(());
         }
+        let (due, kept): (Vec<_>, Vec<_>) = self.manifest.retired.iter().cloned().partition(is_due);
         for file in due.iter().flat_map(Retired::files) {
             // Deleted before the manifest forgets it: a crash in between leaves an id without
             // files, which nothing reads, rather than files that no manifest accounts for.
