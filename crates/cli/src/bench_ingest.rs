@@ -247,11 +247,15 @@ pub fn run(args: &IngestArgs) -> Result<()> {
                 let worker_id = client.register(register).await?.into_inner().worker_id;
                 let mut latencies = Vec::new();
                 let mut accepted = 0u64;
-                for (b, chunk) in worker_games.chunks(batch).enumerate() {
+                // The games move into their requests: the load generator copies nothing.
+                let mut games = worker_games.into_iter().peekable();
+                let mut b = 0;
+                while games.peek().is_some() {
+                    b += 1;
                     let request = SubmitGamesRequest {
                         idempotency_key: format!("bench-{w}-{b}-{}", rand::random::<u64>()),
                         worker_id: worker_id.clone(),
-                        games: chunk.to_vec(),
+                        games: games.by_ref().take(batch).collect(),
                     };
                     let sent = Instant::now();
                     let reply = client.submit_games(request).await?.into_inner();
@@ -304,7 +308,7 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         || {
             format!(
                 "accepted {accepted}/{total} games in {secs:.2}s: {:.0} games/s, {:.0} positions/s\n\
-                 SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests){}{}{}{}{}{}",
+                 SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests){}{}{}{}{}{}{}",
                 accepted as f64 / secs,
                 positions as f64 / secs,
                 latencies.len(),
@@ -321,11 +325,15 @@ pub fn run(args: &IngestArgs) -> Result<()> {
                     r.rss.map_or("unknown".into(), |b| format!("{:.0} MiB", mib(b)))
                 )),
                 polls.map_or(String::new(), |n| format!("\ndashboard polled {n} times while it ran")),
-                match (poll_cpu, load_cpu, watch_share) {
-                    (Some(poll), Some(load), Some(share)) => format!(
-                        "\ncoordinator CPU: {load:.2}s during the load ({:.0}% of a core); one dashboard poll {:.2} ms, \
-                         so polling every {}s takes {:.2}% of the load's CPU",
-                        100.0 * load / secs,
+                load_cpu.map_or(String::new(), |load| format!(
+                    "\ncoordinator CPU: {load:.2}s during the load ({:.0}% of a core), {:.3} ms per accepted game",
+                    100.0 * load / secs,
+                    1e3 * load / accepted.max(1) as f64
+                )),
+                match (poll_cpu, watch_share) {
+                    (Some(poll), Some(share)) => format!(
+                        "\none dashboard poll {:.2} ms of the coordinator's CPU, so polling every {}s takes {:.2}% of \
+                         the load's CPU",
                         poll * 1e3,
                         args.poll_dashboard.unwrap_or_default(),
                         100.0 * share

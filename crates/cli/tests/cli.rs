@@ -177,6 +177,17 @@ fn bench_ingest_json_reports_every_game_accepted_with_latencies_and_the_coordina
 }
 
 #[test]
+fn the_coordinator_takes_a_limit_on_concurrent_requests_from_1_to_256() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    for bad in ["0", "257", "many"] {
+        let out = xqz(&["coordinator", "--listen", "127.0.0.1:0", "--max-concurrent-requests", bad, "--data", data]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains("--max-concurrent-requests"), "{bad}: {stderr}");
+    }
+}
+
+#[test]
 fn bench_ingest_measures_what_polling_the_dashboard_costs_the_coordinator() {
     let args = ["bench", "ingest", "--workers", "2", "--games", "4", "--max-plies", "40", "--poll-dashboard", "0.2"];
     let lines = json_lines(&xqz(&[&args[..], &["--json"]].concat()));

@@ -22,7 +22,7 @@ use crate::Limits;
 use crate::metrics::Metrics;
 use crate::registry::{PublishError, Registry};
 use crate::settings::SettingsHistory;
-use crate::store::{Ingested, KeyReused, Store, Stored, Submission, content_digest};
+use crate::store::{Ingested, KeyIndex, KeyReused, Store, Stored, Submission, content_digest};
 use crate::validate::{check_request, check_worker_id, validate_games};
 use crate::worker_ids::WorkerIds;
 
@@ -96,6 +96,8 @@ pub(crate) struct State {
     openings: Option<(Arc<OpeningSuite>, xqz_proto::v1::OpeningSuite)>,
     pub limits: Limits,
     pub store: Mutex<Store>,
+    /// The store's idempotency keys, looked up without waiting for its lock.
+    keys: KeyIndex,
     pub registry: Registry,
     pub metrics: Metrics,
     workers: Mutex<HashMap<String, WorkerSeen>>,
@@ -135,6 +137,7 @@ impl State {
                 (suite, wire)
             }),
             limits,
+            keys: store.keys(),
             store: Mutex::new(store),
             registry,
             metrics: Metrics::default(),
@@ -290,11 +293,11 @@ impl CoordinatorService {
         };
         let count = req.games.len();
         let checker = self.state.clone();
-        // The store's lock may be held through a flush, so even the quick key lookup happens off
-        // the async workers.
+        // The key lookup does not wait for a commit's flush (validation runs beside it); a retry
+        // that commits meanwhile is found again under the store's lock.
         let content = content_digest(req.games.iter().map(|g| g.game_id.as_slice()));
         let checked = tokio::task::spawn_blocking(move || {
-            match lock(&checker.store).replayed(&req.idempotency_key, &content) {
+            match checker.keys.replayed(&req.idempotency_key, &content) {
                 Ok(Some(done)) => return Ok(Err(Ok(done))),
                 Ok(None) => {}
                 Err(KeyReused) => return Ok(Err(Err(KeyReused))),

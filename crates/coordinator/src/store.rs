@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde::{Deserialize, Serialize};
 use xqz_dataset::{
@@ -102,6 +103,28 @@ impl Keys {
     }
 }
 
+/// The store's known idempotency keys, readable while the store is locked for a commit: a
+/// request's early look for a replay must not wait for a flush (requests are validated while
+/// others are written). Only the store changes them, after the games they answer are stored.
+#[derive(Clone, Default)]
+pub(crate) struct KeyIndex(Arc<RwLock<Keys>>);
+
+impl KeyIndex {
+    /// The earlier answer to `key`, if it was seen with the same `content` (a retry); an error if
+    /// it was seen with other content.
+    pub fn replayed(&self, key: &str, content: &str) -> Result<Option<Ingested>, KeyReused> {
+        replayed(self.read().get(key), key, content)
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Keys> {
+        self.0.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Keys> {
+        self.0.write().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// The answer to a `SubmitGames` request, as the idempotency log keeps it.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Ingested {
@@ -178,7 +201,7 @@ pub(crate) struct Store {
     /// `None` after a failed write whose buffered rows had to be dropped and reopening failed.
     writer: Option<DatasetWriter>,
     known: RecentIds,
-    keys: Keys,
+    keys: KeyIndex,
     key_log: File,
     memory: Memory,
     counts: StoreCounts,
@@ -280,6 +303,7 @@ impl Store {
         latest.into_iter().rev().for_each(|game| remember(&mut recent, game));
         let log_path = data.join(KEY_LOG);
         let keys = Keys { current: load_keys(&log_path)?, previous: load_keys(&data.join(OLD_KEY_LOG))? };
+        let keys = KeyIndex(Arc::new(RwLock::new(keys)));
         let key_log = OpenOptions::new().create(true).append(true).open(&log_path).at(&log_path)?;
         sync_dir(data)?;
         Ok(Store {
@@ -296,10 +320,9 @@ impl Store {
         })
     }
 
-    /// The earlier answer to `key`, if it was seen with the same `content` (a retry); an error if
-    /// it was seen with other content.
-    pub fn replayed(&self, key: &str, content: &str) -> Result<Option<Ingested>, KeyReused> {
-        replayed(self.keys.get(key), key, content)
+    /// The known idempotency keys, shared: they can be looked up while the store is busy.
+    pub fn keys(&self) -> KeyIndex {
+        self.keys.clone()
     }
 
     /// Game ids remembered for finding duplicates.
@@ -330,9 +353,10 @@ impl Store {
         // Keys of this group, answered as the log will answer them once it is written.
         let mut logged: HashMap<String, (Ingested, Option<String>)> = HashMap::new();
         let mut lines = Vec::new();
+        let known_keys = self.keys.read();
         for Submission { key, content, games } in group {
             // Checked again under the lock: a concurrent retry may have committed since the first look.
-            let seen = logged.get(&key).or_else(|| self.keys.get(&key));
+            let seen = logged.get(&key).or_else(|| known_keys.get(&key));
             match replayed(seen, &key, &content) {
                 Ok(Some(done)) => {
                     answers.push(Ok((done, true, 0)));
@@ -371,13 +395,18 @@ impl Store {
             }
             answers.push(Ok((result, false, samples)));
         }
+        drop(known_keys);
         if !fresh.is_empty() {
             self.write(fresh)?;
         }
         if !lines.is_empty() {
             self.key_log.write_all(&lines).and_then(|()| self.key_log.sync_data()).at(&self.key_log_path)?;
-            self.keys.current.extend(logged);
-            if self.keys.current.len() >= self.memory.keys_per_log {
+            let full = {
+                let mut keys = self.keys.write();
+                keys.current.extend(logged);
+                keys.current.len() >= self.memory.keys_per_log
+            };
+            if full {
                 self.rotate_key_log()?;
             }
         }
@@ -392,7 +421,8 @@ impl Store {
         fs::rename(&self.key_log_path, &old).at(&old)?;
         self.key_log = OpenOptions::new().create(true).append(true).open(&self.key_log_path).at(&self.key_log_path)?;
         sync_dir(dir)?;
-        self.keys.previous = std::mem::take(&mut self.keys.current);
+        let mut keys = self.keys.write();
+        keys.previous = std::mem::take(&mut keys.current);
         Ok(())
     }
 
@@ -514,8 +544,11 @@ mod tests {
         let mut store = Store::open(dir.path(), location, memory).unwrap();
         assert_eq!(store.remembered_ids(), 5);
         let content = |g: &(GameRecord, Vec<SampleRecord>)| submission("", &[g]).content;
-        assert_eq!(store.replayed("k11", &content(&games[11])).unwrap(), Some(Ingested { accepted: 1, duplicates: 0 }));
-        assert_eq!(store.replayed("k7", &content(&games[7])).unwrap(), None, "forgotten with its generation");
+        assert_eq!(
+            store.keys().replayed("k11", &content(&games[11])).unwrap(),
+            Some(Ingested { accepted: 1, duplicates: 0 })
+        );
+        assert_eq!(store.keys().replayed("k7", &content(&games[7])).unwrap(), None, "forgotten with its generation");
         let counts = store.counts().clone();
         assert_eq!((counts.games, counts.by_model.values().sum::<u64>()), (12, 12));
         assert_eq!(counts.by_model, BTreeMap::from([(0, 4), (1, 4), (2, 4)]));
@@ -595,7 +628,7 @@ mod tests {
         // The keys are durable: after a restart, k2 replays and k1 still refuses other games.
         let store = Store::open(dir.path(), location, Memory::default()).unwrap();
         let k2 = submission("k2", &[&b, &c]).content;
-        assert_eq!(store.replayed("k2", &k2).unwrap(), Some(answer(1, 1)));
-        assert!(store.replayed("k1", &k2).is_err());
+        assert_eq!(store.keys().replayed("k2", &k2).unwrap(), Some(answer(1, 1)));
+        assert!(store.keys().replayed("k1", &k2).is_err());
     }
 }

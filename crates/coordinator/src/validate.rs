@@ -114,14 +114,23 @@ fn check_ply(game: &Game, search: &xqz_proto::v1::PlySearch, ply: usize, version
     }
     let mut policy = Vec::with_capacity(search.policy_moves.len());
     let mut sum = 0.0f64;
+    // The legal moves the policy has not named yet, one bit per destination for each origin: a
+    // policy may name every legal move, and searching the move list for each would be quadratic.
+    let mut unnamed = [0u128; 90];
+    for mv in game.legal_moves() {
+        unnamed[mv.from().index()] |= 1 << mv.to().index();
+    }
     for (&code, &p) in search.policy_moves.iter().zip(&search.policy_probs) {
         let mv = decode_move(code).ok_or_else(|| format!("ply {ply}: bad policy move code {code}"))?;
-        if !game.legal_moves().contains(&mv) {
-            return Err(format!("ply {ply}: policy on illegal move {mv}"));
+        let (origin, bit) = (&mut unnamed[mv.from().index()], 1u128 << mv.to().index());
+        if *origin & bit == 0 {
+            return Err(if policy.iter().any(|e: &PolicyEntry| e.mv == mv) {
+                format!("ply {ply}: policy lists {mv} twice")
+            } else {
+                format!("ply {ply}: policy on illegal move {mv}")
+            });
         }
-        if policy.iter().any(|e: &PolicyEntry| e.mv == mv) {
-            return Err(format!("ply {ply}: policy lists {mv} twice"));
-        }
+        *origin &= !bit;
         if !p.is_finite() || p < 0.0 {
             return Err(format!("ply {ply}: policy probability {p} of {mv} is negative or not finite"));
         }
@@ -151,7 +160,7 @@ fn check_resignation(
     settings: &PlaySettings,
     game: &Game,
     winner: Color,
-    searches: &[PlySearch],
+    samples: &[SampleRecord],
 ) -> Result<(), String> {
     let loser = game.position().turn();
     if winner == loser {
@@ -162,7 +171,7 @@ fn check_resignation(
     let Some(rule) = settings.resign_config() else {
         return Err("claims a resignation, but resigning is off under its settings".into());
     };
-    let own = searches.iter().rev().skip(1).step_by(2).take(rule.consecutive.saturating_sub(1) as usize);
+    let own = samples.iter().rev().skip(1).step_by(2).take(rule.consecutive.saturating_sub(1) as usize);
     let values: Vec<f32> = own.map(|s| s.root_wdl[0] - s.root_wdl[2]).collect();
     if values.len() + 1 < rule.consecutive as usize || values.iter().any(|&v| v >= rule.threshold) {
         return Err(format!(
@@ -258,13 +267,14 @@ fn validate_game(
         }
     }
     let mut game = Game::from_position(start, settings.game_config());
-    let mut searches = Vec::with_capacity(sub.moves.len());
+    let mut samples = Vec::with_capacity(sub.moves.len());
     for (ply, (&code, search)) in sub.moves.iter().zip(&sub.plies).enumerate() {
         let mv = decode_move(code).ok_or_else(|| fail(format!("ply {ply}: bad move code {code}")))?;
         if let Some((result, reason)) = result_of(game.outcome()) {
             return Err(fail(format!("ply {ply}: move {mv} after the game ended ({result} by {reason})")));
         }
-        searches.push(check_ply(&game, search, ply, sub.model_version).map_err(&fail)?);
+        let search = check_ply(&game, search, ply, sub.model_version).map_err(&fail)?;
+        samples.push(SampleRecord::before_move(&game, GameId(id), search));
         game.push(mv).map_err(|e| fail(e.to_string()))?;
     }
     match result_of(game.outcome()) {
@@ -278,7 +288,7 @@ fn validate_game(
         }
         None => match claimed.winner() {
             Some(winner) if sub.reason == "resignation" => {
-                check_resignation(settings, &game, winner, &searches).map_err(&fail)?;
+                check_resignation(settings, &game, winner, &samples).map_err(&fail)?;
                 game.resign(!winner).map_err(|e| fail(e.to_string()))?;
             }
             _ => {
@@ -297,7 +307,7 @@ fn validate_game(
     record.start_time_ms = sub.start_time_ms;
     record.end_time_ms = sub.end_time_ms;
     record.settings_version = settings_version;
-    let samples = SampleRecord::from_game(&record, &searches).map_err(|e| fail(e.to_string()))?;
+    SampleRecord::set_outcome(&mut samples, record.result);
     Ok((record, samples))
 }
 
@@ -370,6 +380,26 @@ mod tests {
         let mut sub = two_move_draw();
         sub.start_fen = "nonsense".into();
         assert!(validate_game(0, &sub, &settings(), None, 0, "w").unwrap_err().contains("bad FEN"));
+    }
+
+    #[test]
+    fn a_validated_game_has_the_samples_its_record_and_searches_give() {
+        use rand::SeedableRng;
+        use xqz_dataset::synthetic::{SyntheticConfig, random_game};
+        // Random games capture, check and repeat; the validating replay records their samples as
+        // it goes, and must record what the dataset's own replay of the record makes of them.
+        let config = SyntheticConfig { max_plies: 160, model_version: 0, ..SyntheticConfig::default() };
+        let rules =
+            PlaySettings { max_plies: 160, material_adjudication: 0, repeater_loses: false, ..PlaySettings::default() };
+        let history = SettingsHistory::single(rules);
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        for id in 0..20 {
+            let (game, samples) = random_game(&mut rng, id, &config);
+            let sub = xqz_proto::wire::encode_game(&game, &samples);
+            let (record, checked) = validate_game(0, &sub, &history, None, 0, "w").unwrap();
+            assert_eq!((&record.moves, record.result), (&game.moves, game.result));
+            assert_eq!(checked, samples, "game {id}");
+        }
     }
 
     /// The position after 1. h2e2 (a central cannon), Black to move.

@@ -281,6 +281,7 @@ async fn invalid_games_reject_the_whole_batch() {
         ("illegal move", Box::new(|g| g.moves[1] = code("h2e2"))),
         ("claims red", Box::new(|g| g.result = "red".into())),
         ("policy on illegal move", Box::new(|g| g.plies[0].policy_moves[1] = code("a0a5"))),
+        ("twice", Box::new(|g| g.plies[0].policy_moves[1] = g.plies[0].policy_moves[0])),
         ("sum to", Box::new(|g| g.plies[1].policy_probs[0] = 0.5)),
         ("unknown model version 3", Box::new(|g| g.model_version = 3)),
         ("root_wdl", Box::new(|g| g.plies[0].root_wdl = vec![f32::NAN, 0.0, 1.0])),

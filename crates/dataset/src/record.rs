@@ -314,28 +314,44 @@ impl SampleRecord {
         // store are lifted so that they cannot end the replay early.
         let config = GameConfig { ruleset: game.ruleset, natural_limit: Some(u32::MAX), ..GameConfig::default() };
         let mut replay = Game::from_position(game.start_position()?, config);
-        let len = game.moves.len() as u32;
         let mut out = Vec::with_capacity(searches.len());
-        for (ply, (&mv, search)) in game.moves.iter().zip(searches).enumerate() {
-            let pos = replay.position();
-            let side = pos.turn();
-            out.push(SampleRecord {
-                game_id: game.game_id,
-                ply: ply as u32,
-                board: encode_board(pos),
-                side_to_move: side,
-                policy: search.policy.clone(),
-                root_wdl: search.root_wdl,
-                result: game.result.score_for(side),
-                plies_to_end: len - ply as u32,
-                model_version: search.model_version,
-                full_search: search.full_search,
-                quiet_plies: u16::try_from(pos.halfmove_clock()).unwrap_or(u16::MAX),
-                repetitions: u8::try_from(replay.repetitions()).unwrap_or(u8::MAX),
-            });
+        for (&mv, search) in game.moves.iter().zip(searches) {
+            out.push(SampleRecord::before_move(&replay, game.game_id, search.clone()));
             replay.push(mv).map_err(|e| DatasetError::InvalidRecord(format!("game {}: {e}", game.game_id)))?;
         }
+        SampleRecord::set_outcome(&mut out, game.result);
         Ok(out)
+    }
+
+    /// The sample of the position `game` has reached (`game.len()` plies from its start),
+    /// searched by `search`, before its move is played: what a replay that checks the game as it
+    /// goes records. Its result and distance to the end wait for [`SampleRecord::set_outcome`].
+    pub fn before_move(game: &Game, game_id: GameId, search: PlySearch) -> SampleRecord {
+        let pos = game.position();
+        SampleRecord {
+            game_id,
+            ply: game.len() as u32,
+            board: encode_board(pos),
+            side_to_move: pos.turn(),
+            policy: search.policy,
+            root_wdl: search.root_wdl,
+            result: 0,
+            plies_to_end: 0,
+            model_version: search.model_version,
+            full_search: search.full_search,
+            quiet_plies: u16::try_from(pos.halfmove_clock()).unwrap_or(u16::MAX),
+            repetitions: u8::try_from(game.repetitions()).unwrap_or(u8::MAX),
+        }
+    }
+
+    /// Gives a finished game's samples (all of them, in order from its start) the game's
+    /// `result` for their side to move and their plies to the end.
+    pub fn set_outcome(samples: &mut [SampleRecord], result: GameResult) {
+        let len = samples.len() as u32;
+        for sample in samples {
+            sample.result = result.score_for(sample.side_to_move);
+            sample.plies_to_end = len - sample.ply;
+        }
     }
 
     /// The sample mirrored left-right: board and policy moves mirrored together.
