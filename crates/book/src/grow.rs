@@ -44,7 +44,8 @@
 //!
 //! A candidate is searched from scratch for [`GrowConfig::playouts`] playouts, as a position
 //! without history (the book stores positions, not lines). The move the search would play, then
-//! the most visited moves with at least [`GrowConfig::min_share`] of the visits, up to
+//! the most visited moves: the first [`GrowConfig::min_moves`] in all whatever their share, and
+//! further ones with at least [`GrowConfig::min_share`] of the visits, up to
 //! [`GrowConfig::max_moves`] in all, are written with their value (for the side to move, in
 //! [-1, 1]), visits and the network's prior; moves the book already had from games get their
 //! search statistics too, so that `pi` covers them. A new move has no games (`games` = 0) and
@@ -85,6 +86,10 @@ pub struct GrowConfig {
     pub playouts: u32,
     /// Most moves written per searched position.
     pub max_moves: usize,
+    /// Moves written per searched position whatever their share of the visits (if visited at
+    /// all, and at most `max_moves`): a network sure of one move would otherwise leave the book
+    /// one line wide, with alternatives it never values.
+    pub min_moves: usize,
     /// Fewest visits, as a share of the search's, for a move besides the best to be written.
     pub min_share: f64,
     /// Deepest ply of a position searched.
@@ -95,7 +100,14 @@ pub struct GrowConfig {
 
 impl Default for GrowConfig {
     fn default() -> GrowConfig {
-        GrowConfig { playouts: 400, max_moves: 4, min_share: 0.1, max_ply: 30, search: SearchConfig::default() }
+        GrowConfig {
+            playouts: 400,
+            max_moves: 4,
+            min_moves: 3,
+            min_share: 0.1,
+            max_ply: 30,
+            search: SearchConfig::default(),
+        }
     }
 }
 
@@ -312,7 +324,7 @@ impl Grower {
         let chosen: Vec<Move> = stats
             .iter()
             .enumerate()
-            .filter(|&(i, s)| i == 0 || s.1 as f64 >= threshold)
+            .filter(|&(i, s)| i == 0 || (i < self.config.min_moves && s.1 > 0) || s.1 as f64 >= threshold)
             .take(self.config.max_moves)
             .map(|(_, s)| s.0)
             .collect();

@@ -164,6 +164,21 @@ fn a_book_built_from_games_keeps_its_counts_and_gets_search_statistics() {
 }
 
 #[test]
+fn a_search_adds_its_most_visited_moves_up_to_min_moves_whatever_their_share() {
+    // min_share 1 admits no move besides the best on its share: the rest come from min_moves.
+    for (min_moves, max_moves, want) in [(1, 4, 1), (3, 4, 3), (3, 2, 2)] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("book.sqlite");
+        let grown = grow(&path, GrowConfig { min_share: 1.0, min_moves, max_moves, ..config() }, 1);
+        assert!(grown[0].is_empty());
+        let entry = Book::open(&path).unwrap().probe(&Position::startpos()).unwrap().unwrap();
+        assert_eq!(entry.moves.len(), want, "min_moves {min_moves}, max_moves {max_moves}: {entry:?}");
+        let visits: Vec<u64> = entry.moves.iter().map(|m| m.visits.unwrap()).collect();
+        assert!(visits.iter().all(|&v| v > 0), "{visits:?}");
+    }
+}
+
+#[test]
 fn settings_that_cannot_work_are_refused_before_the_file_is_touched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("book.sqlite");

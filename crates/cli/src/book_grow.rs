@@ -35,7 +35,11 @@ pub struct GrowArgs {
     /// Most moves added per position.
     #[arg(long, default_value_t = GrowConfig::default().max_moves)]
     max_moves: usize,
-    /// Fewest visits, as a share of the search's, for a move besides the best to be added.
+    /// Moves added per position whatever their share of the visits (the most visited, if
+    /// visited at all; at most --max-moves).
+    #[arg(long, default_value_t = GrowConfig::default().min_moves)]
+    min_moves: usize,
+    /// Fewest visits, as a share of the search's, for a move beyond --min-moves to be added.
     #[arg(long, default_value_t = GrowConfig::default().min_share)]
     min_share: f64,
     /// Deepest ply searched.
@@ -52,6 +56,7 @@ pub fn run(args: &GrowArgs) -> Result<()> {
     let config = GrowConfig {
         playouts: args.playouts,
         max_moves: args.max_moves,
+        min_moves: args.min_moves,
         min_share: args.min_share,
         max_ply: args.max_ply,
         search,
