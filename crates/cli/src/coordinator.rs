@@ -29,6 +29,11 @@ pub struct CoordinatorArgs {
     /// local S3-compatible server. One coordinator holds a prefix at a time.
     #[arg(long, value_parser = DatasetLocation::parse)]
     dataset: Option<DatasetLocation>,
+    /// Keep a copy of the published models, the settings history and the worker-id key here (a
+    /// folder or an object store prefix, as for --dataset): every publication is copied, and a
+    /// DATA folder without them is filled from it at start-up, so a lost volume loses no model.
+    #[arg(long, value_parser = DatasetLocation::parse)]
+    backup: Option<DatasetLocation>,
     /// The bearer token every call must carry (none: no authentication, which is refused on an
     /// address other than loopback unless --insecure).
     #[command(flatten)]
@@ -136,6 +141,7 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     config.metrics = args.metrics;
     config.run_folder = args.run_folder.clone();
     config.dataset = args.dataset.clone();
+    config.backup = args.backup.clone();
     // Checked by `serve`, before it binds.
     config.settings = SettingsFile::role(args.settings.as_deref(), |f| f.play, &args.play, given)?;
     config.schedule = SettingsFile::role(args.settings.as_deref(), |f| f.schedule, &args.schedule, given)?;

@@ -25,6 +25,15 @@ pub enum CoordinatorError {
         /// What is wrong.
         message: String,
     },
+    /// The backup of the coordinator's files cannot be read or written, or holds something
+    /// other than what a coordinator wrote there.
+    #[error("coordinator backup {location}: {message}")]
+    Backup {
+        /// The backup location.
+        location: String,
+        /// What failed.
+        message: String,
+    },
     /// The gRPC server failed.
     #[error("gRPC server: {0}")]
     Transport(#[from] tonic::transport::Error),

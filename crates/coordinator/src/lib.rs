@@ -9,6 +9,7 @@
 //! (every version of the play settings the folder's games were played under) and `models/`
 //! (`v<N>.safetensors`, `v<N>.json`, `registry.json`).
 
+mod backup;
 pub mod dashboard;
 mod error;
 mod http;
@@ -37,12 +38,14 @@ use xqz_dataset::DatasetLocation;
 use xqz_mcts::{OpeningSuite, PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_server::CoordinatorServer;
 
+pub use backup::Restored;
 pub use error::CoordinatorError;
 pub use service::CoordinatorService;
 pub use settings::{SETTINGS_FILE, SettingsHistory};
 pub use validate::{check_request, validate_games};
 pub use worker_ids::{KEY_FILE as WORKER_ID_KEY_FILE, WorkerIds};
 
+use crate::backup::Backup;
 use crate::error::IoAt;
 use crate::registry::Registry;
 use crate::service::State;
@@ -108,6 +111,10 @@ pub struct CoordinatorConfig {
     /// object store prefix (`s3://bucket/prefix`), which this coordinator then holds the writer
     /// lease of while it runs (a second coordinator on the prefix refuses to start).
     pub dataset: Option<DatasetLocation>,
+    /// Where the coordinator keeps a copy of its models, settings history and worker-id key
+    /// (an object store prefix or a folder), if anywhere: a data folder without them is filled
+    /// from it at start-up, and every publication is copied to it.
+    pub backup: Option<DatasetLocation>,
     /// The bearer token every coordinator call must carry, if any (the workers' credential).
     pub token: Option<String>,
     /// The trainer's credential, if publishing is kept to it: with one, only calls that carry it
@@ -137,6 +144,7 @@ impl CoordinatorConfig {
             run_folder: None,
             data_dir: data_dir.into(),
             dataset: None,
+            backup: None,
             token: None,
             publisher_token: None,
             tls: None,
@@ -237,20 +245,44 @@ pub async fn serve(
     let data = config.data_dir.clone();
     let dataset = config.dataset.clone().unwrap_or_else(|| DatasetLocation::Local(data.join("dataset")));
     let (settings, schedule) = (config.settings.clone(), config.schedule);
-    let (history, store, registry, ids) = tokio::task::spawn_blocking(move || {
+    let backup = config.backup.clone();
+    let (history, store, registry, ids, backup) = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&data).at(&data)?;
+        let backup = match backup {
+            Some(location) => {
+                let (backup, restored) = Backup::restore(location, &data)?;
+                if restored != Restored::default() {
+                    tracing::info!(
+                        backup = %backup.location(),
+                        models = restored.models,
+                        settings = restored.settings,
+                        worker_key = restored.worker_key,
+                        "data folder filled from the backup"
+                    );
+                }
+                Some(backup)
+            }
+            None => None,
+        };
         let registry = Registry::open(&data.join("models"))?;
         let history = SettingsHistory::open(&data, &settings, schedule, registry.latest_version())?;
         let ids = WorkerIds::open(&data).at(data.join(worker_ids::KEY_FILE))?;
+        // A backup that cannot be written stops the start, not a later publication.
+        if let Some(backup) = &backup {
+            backup.copy(&data)?;
+        }
         Ok::<_, CoordinatorError>((
             history,
             Store::open(&data, dataset, crate::store::Memory::default())?,
             registry,
             ids,
+            backup,
         ))
     })
     .await??;
-    let state = Arc::new(State::new(history, config.openings.clone(), config.limits.clone(), store, registry, ids));
+    let backup = backup.map(|backup| (backup, config.data_dir.clone()));
+    let state =
+        Arc::new(State::new(history, config.openings.clone(), config.limits.clone(), store, registry, ids, backup));
     let listener = TcpListener::bind(config.listen).await.at(config.listen.to_string())?;
     let addr = listener.local_addr().at(config.listen.to_string())?;
     let (stop_tx, stop_rx) = watch::channel(false);

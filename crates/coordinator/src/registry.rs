@@ -14,7 +14,8 @@ use xqz_proto::v1::ModelAnnouncement;
 
 use crate::error::{CoordinatorError, IoAt};
 
-const REGISTRY_FILE: &str = "registry.json";
+/// The registry listing the published models, in `models/`.
+pub(crate) const REGISTRY_FILE: &str = "registry.json";
 
 /// One published model as `registry.json` lists it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -31,6 +32,28 @@ struct Entry {
 #[derive(Default, Serialize, Deserialize)]
 struct RegistryFile {
     models: Vec<Entry>,
+}
+
+/// The weights and metadata files that a `registry.json` lists, oldest model first; refused
+/// unless it lists versions 1, 2, 3, ... under the names the registry gives them (so the names,
+/// read from a backup, are safe as file names).
+pub(crate) fn listed_files(registry_json: &[u8]) -> Result<Vec<(String, String)>, String> {
+    let file: RegistryFile = serde_json::from_slice(registry_json).map_err(|e| e.to_string())?;
+    file.models
+        .into_iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let version = i as u64 + 1;
+            let names = (format!("v{version}.safetensors"), format!("v{version}.json"));
+            if (entry.version, &entry.weights_file, &entry.metadata_file) != (version, &names.0, &names.1) {
+                return Err(format!(
+                    "model {version} is listed as version {} in {:?} and {:?}",
+                    entry.version, entry.weights_file, entry.metadata_file
+                ));
+            }
+            Ok(names)
+        })
+        .collect()
 }
 
 /// Why a publication is refused.
@@ -242,5 +265,38 @@ impl Registry {
         // No receiver is not an error: nobody is watching yet.
         let _ = self.announce.send(announcement.clone());
         Ok(announcement)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// The metadata and weights of a small checkpoint, `n` making each one different.
+    pub(crate) fn checkpoint(n: u32) -> (String, Vec<u8>) {
+        let data: Vec<u8> = (0..64u32).flat_map(|i| ((i + n) as f32).to_le_bytes()).collect();
+        let tensor = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![64], &data).unwrap();
+        let weights = safetensors::serialize([("w", tensor)], &None).unwrap();
+        let metadata = serde_json::json!({
+            "format": 2,
+            "weights": { "file": "latest.safetensors", "bytes": weights.len(), "sha256": format!("{:x}", Sha256::digest(&weights)) },
+        });
+        (metadata.to_string(), weights)
+    }
+
+    #[test]
+    fn a_listing_names_each_version_s_files_or_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = Registry::open(dir.path()).unwrap();
+        for n in 0..2 {
+            let (metadata, weights) = checkpoint(n);
+            registry.publish(&metadata, "trainer", &weights, 1).unwrap();
+        }
+        let listing = fs::read(dir.path().join(REGISTRY_FILE)).unwrap();
+        let listed = listed_files(&listing).unwrap();
+        assert_eq!(listed[1], ("v2.safetensors".to_string(), "v2.json".to_string()));
+        let hostile = String::from_utf8(listing).unwrap().replace("v2.json", "../../etc/passwd");
+        assert!(listed_files(hostile.as_bytes()).unwrap_err().contains("\"../../etc/passwd\""));
+        assert!(listed_files(b"[]").is_err());
     }
 }

@@ -2,6 +2,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
@@ -19,6 +20,7 @@ use xqz_proto::v1::publish_model_chunk::Part;
 use xqz_proto::v1::*;
 
 use crate::Limits;
+use crate::backup::Backup;
 use crate::metrics::Metrics;
 use crate::registry::{PublishError, Registry};
 use crate::settings::SettingsHistory;
@@ -104,6 +106,8 @@ pub(crate) struct State {
     worker_ids: WorkerIds,
     /// Requests waiting for the store, oldest first (see [`State::commit`]).
     commits: Mutex<VecDeque<Queued>>,
+    /// The backup of the models and settings, and the data folder it copies from.
+    backup: Option<(Backup, PathBuf)>,
 }
 
 // The guarded structures are updated in one step after all fallible work, so a panic elsewhere
@@ -129,6 +133,7 @@ impl State {
         store: Store,
         registry: Registry,
         worker_ids: WorkerIds,
+        backup: Option<(Backup, PathBuf)>,
     ) -> State {
         State {
             settings: RwLock::new(settings),
@@ -144,6 +149,7 @@ impl State {
             workers: Mutex::new(HashMap::new()),
             worker_ids,
             commits: Mutex::new(VecDeque::new()),
+            backup,
         }
     }
 
@@ -373,6 +379,14 @@ impl CoordinatorService {
             let mut settings = state.settings.write().unwrap_or_else(|e| e.into_inner());
             let model = state.registry.publish(&header.metadata_json, &header.publisher, &weights, now_ms())?;
             let changed = settings.on_model(model.version).map(|changed| (settings.current().0, changed));
+            // The upload must not hold up the validation of games, which reads the settings.
+            drop(settings);
+            if let Some((backup, data)) = &state.backup
+                && let Err(e) = backup.copy(data)
+            {
+                // The model stands and is announced; the next publication copies it again.
+                warn!(version = model.version, error = %e, "model published, but not copied to the backup yet");
+            }
             Ok::<_, PublishError>((model, changed))
         })
         .await

@@ -51,11 +51,7 @@ impl WorkerIds {
             })?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let key: [u8; KEY_BYTES] = rand::random();
-                let tmp = path.with_extension("tmp");
-                let mut file = open_private(&tmp)?;
-                file.write_all(&key)?;
-                file.sync_all()?;
-                std::fs::rename(&tmp, &path)?;
+                write_key(dir, &key)?;
                 key
             }
             Err(e) => return Err(e),
@@ -106,6 +102,17 @@ fn decode_hex(text: &str) -> Result<Vec<u8>, ()> {
         return Err(());
     }
     (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(drop)).collect()
+}
+
+/// Writes `key` as the key file of the data folder `dir` (readable by the owner alone), as a
+/// restore from a backup does; [`WorkerIds::open`] checks it.
+pub(crate) fn write_key(dir: &Path, key: &[u8]) -> std::io::Result<()> {
+    let path = dir.join(KEY_FILE);
+    let tmp = path.with_extension("tmp");
+    let mut file = open_private(&tmp)?;
+    file.write_all(key)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, &path)
 }
 
 #[cfg(unix)]

@@ -240,20 +240,28 @@ async fn dedup_by_key_and_game_id_survives_a_restart() {
 }
 
 /// The dataset in an S3 bucket (moto, started by the test): ingest stores shards there, a second
-/// coordinator on the prefix is refused while the first runs, and takes over once it stopped.
+/// coordinator on the prefix is refused while the first runs, and takes over once it stopped,
+/// with the models the first published, from the backup in the bucket.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_dataset_can_live_in_an_s3_bucket_held_by_one_coordinator() {
     let moto = xqz_test_support::moto::Moto::start("xqz-coordinator");
     let location = DatasetLocation::parse_with(&moto.url("run/dataset"), moto.env()).unwrap();
+    let backup = DatasetLocation::parse_with(&moto.url("run/coordinator"), moto.env()).unwrap();
     let (first_data, second_data) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let on_s3 = |data: &Path| CoordinatorConfig {
         dataset: Some(location.clone()),
+        backup: Some(backup.clone()),
         ..Server::config(data, short(), PlaySchedule { cap_growth: 0, cap_limit: 0 })
     };
     let server = Server::serve(on_s3(first_data.path())).await.unwrap();
     let mut client = server.client(Some(TOKEN)).await;
     let answer = with_timeout(client.submit_games(batch("k1", vec![draw(1), draw(2)]))).await.unwrap().into_inner();
     assert_eq!((answer.accepted, answer.duplicates), (2, 0));
+    let w = weights();
+    assert_eq!(publish(&mut client, metadata(&w), &w).await.unwrap(), 1);
+    for name in ["v1.safetensors", "v1.json", "registry.json", "settings.json", "worker-ids.key"] {
+        assert!(backup.get_file(name).unwrap().is_some(), "{name} is in the backup");
+    }
     let in_bucket = Dataset::open_at(location.clone()).unwrap();
     assert_eq!((in_bucket.shards().len(), in_bucket.num_games(), in_bucket.num_samples()), (1, 2, 4));
     assert!(!first_data.path().join("dataset").exists(), "the dataset went to the bucket, not the data folder");
@@ -266,6 +274,10 @@ async fn the_dataset_can_live_in_an_s3_bucket_held_by_one_coordinator() {
     server.stop().await;
     let server = Server::serve(on_s3(second_data.path())).await.unwrap();
     let mut client = server.client(Some(TOKEN)).await;
+    let registered = client.register(RegisterRequest { name: "box2".into(), ..Default::default() }).await.unwrap();
+    let model = registered.into_inner().current_model.expect("the model published before the move");
+    assert_eq!(model.version, 1);
+    assert_eq!(std::fs::read(second_data.path().join("models/v1.safetensors")).unwrap(), w);
     let again = with_timeout(client.submit_games(batch("k2", vec![draw(2), draw(3)]))).await.unwrap().into_inner();
     assert_eq!((again.accepted, again.duplicates), (1, 1), "the games in the bucket are known after the move");
     server.stop().await;
