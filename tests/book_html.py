@@ -5,7 +5,8 @@ Usage: book_html.py DIR CHROMIUM CHROMEDRIVER [--screenshot PNG]
 Loads DIR/index.html, checks the board (an inline SVG with the 32 pieces of the start position),
 the move list (Chinese notation, linked), that nothing is loaded from elsewhere, then follows the
 first move's link and checks that the new page's board differs and its line names the move.
-With --screenshot, saves the start page as a PNG (docs/book-start.png is made this way).
+With --screenshot, saves the start page as a PNG (docs/book-start.png is made this way, with
+Debian's fonts-wqy-zenhei installed: without a CJK font the Chinese text renders as boxes).
 Prints "ok" when every check passes.
 """
 
