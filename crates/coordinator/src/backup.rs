@@ -10,7 +10,7 @@
 //! not copied (it is appended at every commit): after a restore, a retried batch is recognised
 //! by its game ids (docs/SECURITY.md).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use xqz_dataset::DatasetLocation;
@@ -31,9 +31,11 @@ pub struct Restored {
     pub worker_key: bool,
 }
 
-/// A coordinator's backup location and the newest model known to be in it.
+/// A coordinator's backup location, the data folder it copies from and the newest model known to
+/// be in it.
 pub(crate) struct Backup {
     location: DatasetLocation,
+    data: PathBuf,
     /// Versions `1..=backed_up` are in the backup with a registry that lists them.
     backed_up: Mutex<u64>,
 }
@@ -83,14 +85,15 @@ impl Backup {
             worker_ids::write_key(data, &bytes).at(data.join(KEY_FILE))?;
             restored.worker_key = true;
         }
-        Ok((Backup { location, backed_up: Mutex::new(backed_up) }, restored))
+        Ok((Backup { location, data: data.to_path_buf(), backed_up: Mutex::new(backed_up) }, restored))
     }
 
-    /// Copies what the backup lacks of the data folder `data`: the models published since the
-    /// last copy, then the registry, and the settings history and the worker-id key, which are
-    /// small. Called once the folder is opened and after each publication.
-    pub fn copy(&self, data: &Path) -> Result<(), CoordinatorError> {
+    /// Copies what the backup lacks of the data folder: the models published since the last
+    /// copy, then the registry, and the settings history and the worker-id key, which are small.
+    /// Called once the folder is opened and after each publication.
+    pub fn copy(&self) -> Result<(), CoordinatorError> {
         let mut backed_up = self.backed_up.lock().unwrap_or_else(|e| e.into_inner());
+        let data = &self.data;
         let models = data.join("models");
         let read = |path: &Path| std::fs::read(path).at(path);
         let listing = match std::fs::read(models.join(REGISTRY_FILE)) {
@@ -146,12 +149,12 @@ mod tests {
         let (backup, restored) = Backup::restore(location.clone(), first.path()).unwrap();
         assert_eq!(restored, Restored::default(), "an empty backup restores nothing");
         let (registry, _, ids) = open(first.path());
-        backup.copy(first.path()).unwrap();
+        backup.copy().unwrap();
         let id = ids.issue("box");
         for n in 0..2 {
             let (metadata, weights) = registry::tests::checkpoint(n);
             registry.publish(&metadata, "trainer", &weights, 1).unwrap();
-            backup.copy(first.path()).unwrap();
+            backup.copy().unwrap();
         }
 
         // A new, empty data folder gets the two models, the settings and the key.
@@ -168,7 +171,7 @@ mod tests {
         // The third model goes to the backup beside the restored two.
         let (metadata, weights) = registry::tests::checkpoint(2);
         registry.publish(&metadata, "trainer", &weights, 1).unwrap();
-        backup.copy(second.path()).unwrap();
+        backup.copy().unwrap();
         let third = tempfile::tempdir().unwrap();
         assert_eq!(Backup::restore(location.clone(), third.path()).unwrap().1.models, 3);
 
@@ -184,7 +187,7 @@ mod tests {
         let (registry, _, _) = open(data.path());
         let (metadata, weights) = registry::tests::checkpoint(0);
         registry.publish(&metadata, "trainer", &weights, 1).unwrap();
-        backup.copy(data.path()).unwrap();
+        backup.copy().unwrap();
         std::fs::remove_file(backup_dir.path().join("v1.safetensors")).unwrap();
         let err = Backup::restore(location, tempfile::tempdir().unwrap().path()).err().unwrap();
         assert!(err.to_string().contains("registry.json lists v1.safetensors, which is missing"), "{err}");

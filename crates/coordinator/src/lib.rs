@@ -269,7 +269,7 @@ pub async fn serve(
         let ids = WorkerIds::open(&data).at(data.join(worker_ids::KEY_FILE))?;
         // A backup that cannot be written stops the start, not a later publication.
         if let Some(backup) = &backup {
-            backup.copy(&data)?;
+            backup.copy()?;
         }
         Ok::<_, CoordinatorError>((
             history,
@@ -280,7 +280,6 @@ pub async fn serve(
         ))
     })
     .await??;
-    let backup = backup.map(|backup| (backup, config.data_dir.clone()));
     let state =
         Arc::new(State::new(history, config.openings.clone(), config.limits.clone(), store, registry, ids, backup));
     let listener = TcpListener::bind(config.listen).await.at(config.listen.to_string())?;

@@ -34,6 +34,11 @@ struct RegistryFile {
     models: Vec<Entry>,
 }
 
+/// The names of model `version`'s weights and metadata files.
+fn model_files(version: u64) -> (String, String) {
+    (format!("v{version}.safetensors"), format!("v{version}.json"))
+}
+
 /// The weights and metadata files that a `registry.json` lists, oldest model first; refused
 /// unless it lists versions 1, 2, 3, ... under the names the registry gives them (so the names,
 /// read from a backup, are safe as file names).
@@ -44,7 +49,7 @@ pub(crate) fn listed_files(registry_json: &[u8]) -> Result<Vec<(String, String)>
         .enumerate()
         .map(|(i, entry)| {
             let version = i as u64 + 1;
-            let names = (format!("v{version}.safetensors"), format!("v{version}.json"));
+            let names = model_files(version);
             if (entry.version, &entry.weights_file, &entry.metadata_file) != (version, &names.0, &names.1) {
                 return Err(format!(
                     "model {version} is listed as version {} in {:?} and {:?}",
@@ -173,7 +178,7 @@ impl Registry {
 
     /// The weights file of `version`.
     pub fn weights_path(&self, version: u64) -> PathBuf {
-        self.dir.join(format!("v{version}.safetensors"))
+        self.dir.join(model_files(version).0)
     }
 
     /// Announcements of models published from now on.
@@ -215,8 +220,7 @@ impl Registry {
         check_weights(weights).map_err(|m| invalid(format!("the weights are not a network: {m}")))?;
         let mut models = self.lock();
         let version = models.last().map_or(0, |m| m.version) + 1;
-        let weights_file = format!("v{version}.safetensors");
-        let metadata_file = format!("v{version}.json");
+        let (weights_file, metadata_file) = model_files(version);
         meta["weights"]["file"] = weights_file.clone().into();
         if !meta.get("info").is_some_and(|i| i.is_object()) {
             meta["info"] = serde_json::json!({});
@@ -240,14 +244,17 @@ impl Registry {
         };
         let mut listed: Vec<Entry> = models
             .iter()
-            .map(|m| Entry {
-                version: m.version,
-                weights_file: format!("v{}.safetensors", m.version),
-                metadata_file: format!("v{}.json", m.version),
-                sha256: m.weights_sha256.clone(),
-                bytes: m.weights_bytes,
-                publisher: m.published_by.clone(),
-                published_ms: m.published_ms,
+            .map(|m| {
+                let (weights_file, metadata_file) = model_files(m.version);
+                Entry {
+                    version: m.version,
+                    weights_file,
+                    metadata_file,
+                    sha256: m.weights_sha256.clone(),
+                    bytes: m.weights_bytes,
+                    publisher: m.published_by.clone(),
+                    published_ms: m.published_ms,
+                }
             })
             .collect();
         listed.push(Entry {

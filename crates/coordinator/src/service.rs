@@ -2,7 +2,6 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
@@ -106,8 +105,8 @@ pub(crate) struct State {
     worker_ids: WorkerIds,
     /// Requests waiting for the store, oldest first (see [`State::commit`]).
     commits: Mutex<VecDeque<Queued>>,
-    /// The backup of the models and settings, and the data folder it copies from.
-    backup: Option<(Backup, PathBuf)>,
+    /// The backup of the models and settings.
+    backup: Option<Backup>,
 }
 
 // The guarded structures are updated in one step after all fallible work, so a panic elsewhere
@@ -133,7 +132,7 @@ impl State {
         store: Store,
         registry: Registry,
         worker_ids: WorkerIds,
-        backup: Option<(Backup, PathBuf)>,
+        backup: Option<Backup>,
     ) -> State {
         State {
             settings: RwLock::new(settings),
@@ -381,8 +380,8 @@ impl CoordinatorService {
             let changed = settings.on_model(model.version).map(|changed| (settings.current().0, changed));
             // The upload must not hold up the validation of games, which reads the settings.
             drop(settings);
-            if let Some((backup, data)) = &state.backup
-                && let Err(e) = backup.copy(data)
+            if let Some(backup) = &state.backup
+                && let Err(e) = backup.copy()
             {
                 // The model stands and is announced; the next publication copies it again.
                 warn!(version = model.version, error = %e, "model published, but not copied to the backup yet");
