@@ -30,8 +30,9 @@ pub struct CoordinatorArgs {
     #[arg(long, value_parser = DatasetLocation::parse)]
     dataset: Option<DatasetLocation>,
     /// Keep a copy of the published models, the settings history and the worker-id key here (a
-    /// folder or an object store prefix, as for --dataset): every publication is copied, and a
-    /// DATA folder without them is filled from it at start-up, so a lost volume loses no model.
+    /// folder or an object store prefix, as for --dataset), and with --dataset outside DATA the
+    /// idempotency log: copied at start-up, at every publication and at a clean stop; a DATA
+    /// folder without them is filled from it at start-up, so a lost volume loses no model.
     #[arg(long, value_parser = DatasetLocation::parse)]
     backup: Option<DatasetLocation>,
     /// The bearer token every call must carry (none: no authentication, which is refused on an

@@ -6,9 +6,15 @@
 //!
 //! The backup holds flat names: `v<N>.safetensors` and `v<N>.json` (as in `models/`),
 //! `registry.json`, `settings.json` and `worker-ids.key`. The registry is copied after the
-//! models it lists, so a backup's registry always names complete files. The idempotency log is
-//! not copied (it is appended at every commit): after a restore, a retried batch is recognised
-//! by its game ids (docs/SECURITY.md).
+//! models it lists, so a backup's registry always names complete files.
+//!
+//! Where the dataset lives outside the data folder (and so outlives it), the two generations of
+//! the idempotency log (`idempotency.log.1`, `idempotency.log`) are copied too. The log is
+//! appended at every commit, so it is copied at the same times as the rest and at a clean stop,
+//! not as it grows: after a lost folder, the keys answered since the last copy are gone, and a
+//! retry of theirs is recognised by its game ids instead (docs/SECURITY.md). With the dataset in
+//! the data folder the log is never restored: a lost folder lost those games too, and a retry
+//! must be able to store them again.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -18,6 +24,7 @@ use xqz_dataset::DatasetLocation;
 use crate::error::{CoordinatorError, IoAt};
 use crate::registry::{self, REGISTRY_FILE, write_atomic};
 use crate::settings::SETTINGS_FILE;
+use crate::store::{KEY_LOG, OLD_KEY_LOG};
 use crate::worker_ids::{self, KEY_FILE};
 
 /// What [`Backup::restore`] copied into the data folder.
@@ -29,6 +36,8 @@ pub struct Restored {
     pub settings: bool,
     /// Whether the worker-id key came from the backup.
     pub worker_key: bool,
+    /// Idempotency log generations that came from the backup (0 to 2).
+    pub key_logs: usize,
 }
 
 /// A coordinator's backup location, the data folder it copies from and the newest model known to
@@ -38,6 +47,8 @@ pub(crate) struct Backup {
     data: PathBuf,
     /// Versions `1..=backed_up` are in the backup with a registry that lists them.
     backed_up: Mutex<u64>,
+    /// Whether the idempotency log is kept too (the dataset is not in the data folder).
+    key_logs: bool,
 }
 
 fn failed(location: &DatasetLocation) -> impl Fn(xqz_dataset::DatasetError) -> CoordinatorError + '_ {
@@ -46,8 +57,13 @@ fn failed(location: &DatasetLocation) -> impl Fn(xqz_dataset::DatasetError) -> C
 
 impl Backup {
     /// Fills the data folder `data` from `location` where it lacks the registry, the settings
-    /// history or the worker-id key that the backup has; then the backup can be kept up.
-    pub fn restore(location: DatasetLocation, data: &Path) -> Result<(Backup, Restored), CoordinatorError> {
+    /// history or the worker-id key that the backup has, and, with `key_logs` (the dataset
+    /// outlives the folder), the idempotency log; then the backup can be kept up.
+    pub fn restore(
+        location: DatasetLocation,
+        data: &Path,
+        key_logs: bool,
+    ) -> Result<(Backup, Restored), CoordinatorError> {
         let get = |name: &str| location.get_file(name).map_err(failed(&location));
         let mut restored = Restored::default();
         let models = data.join("models");
@@ -85,12 +101,22 @@ impl Backup {
             worker_ids::write_key(data, &bytes).at(data.join(KEY_FILE))?;
             restored.worker_key = true;
         }
-        Ok((Backup { location, data: data.to_path_buf(), backed_up: Mutex::new(backed_up) }, restored))
+        // Both generations or neither: a folder with a log of its own knows its keys best.
+        if key_logs && !data.join(KEY_LOG).exists() && !data.join(OLD_KEY_LOG).exists() {
+            for name in [OLD_KEY_LOG, KEY_LOG] {
+                if let Some(bytes) = get(name)? {
+                    write_atomic(&data.join(name), &bytes)?;
+                    restored.key_logs += 1;
+                }
+            }
+        }
+        Ok((Backup { location, data: data.to_path_buf(), backed_up: Mutex::new(backed_up), key_logs }, restored))
     }
 
     /// Copies what the backup lacks of the data folder: the models published since the last
-    /// copy, then the registry, and the settings history and the worker-id key, which are small.
-    /// Called once the folder is opened and after each publication.
+    /// copy, then the registry, and the settings history and the worker-id key, which are small,
+    /// and the idempotency log where it is kept. Called once the folder is opened, after each
+    /// publication and after the store is closed.
     pub fn copy(&self) -> Result<(), CoordinatorError> {
         let mut backed_up = self.backed_up.lock().unwrap_or_else(|e| e.into_inner());
         let data = &self.data;
@@ -116,6 +142,22 @@ impl Backup {
         for name in [SETTINGS_FILE, KEY_FILE] {
             files.push((name.to_string(), read(&data.join(name))?));
         }
+        if self.key_logs {
+            // The current generation first: a rotation between the two reads then copies one
+            // generation twice rather than dropping the newer.
+            for name in [KEY_LOG, OLD_KEY_LOG] {
+                let path = data.join(name);
+                match std::fs::read(&path) {
+                    Ok(mut log) => {
+                        // Complete lines only: the store may be appending one right now.
+                        log.truncate(log.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1));
+                        files.push((name.to_string(), log));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(source) => return Err(CoordinatorError::Io { path, source }),
+                }
+            }
+        }
         self.location.put_files(files).map_err(failed(&self.location))?;
         *backed_up = newest;
         Ok(())
@@ -132,6 +174,8 @@ mod tests {
     use super::*;
     use crate::registry::Registry;
     use crate::settings::SettingsHistory;
+    use crate::store::tests::{game, submission};
+    use crate::store::{Ingested, Memory, Store};
     use crate::worker_ids::WorkerIds;
     use xqz_mcts::{PlaySchedule, PlaySettings};
 
@@ -146,7 +190,7 @@ mod tests {
     fn a_data_folder_lost_with_its_models_is_restored_from_the_backup() {
         let (first, backup_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let location = DatasetLocation::Local(backup_dir.path().join("coordinator"));
-        let (backup, restored) = Backup::restore(location.clone(), first.path()).unwrap();
+        let (backup, restored) = Backup::restore(location.clone(), first.path(), false).unwrap();
         assert_eq!(restored, Restored::default(), "an empty backup restores nothing");
         let (registry, _, ids) = open(first.path());
         backup.copy().unwrap();
@@ -159,8 +203,8 @@ mod tests {
 
         // A new, empty data folder gets the two models, the settings and the key.
         let second = tempfile::tempdir().unwrap();
-        let (backup, restored) = Backup::restore(location.clone(), second.path()).unwrap();
-        assert_eq!(restored, Restored { models: 2, settings: true, worker_key: true });
+        let (backup, restored) = Backup::restore(location.clone(), second.path(), false).unwrap();
+        assert_eq!(restored, Restored { models: 2, settings: true, worker_key: true, key_logs: 0 });
         let (registry, settings, ids) = open(second.path());
         assert_eq!(registry.latest_version(), 2);
         let weights = std::fs::read(registry.weights_path(2)).unwrap();
@@ -173,23 +217,65 @@ mod tests {
         registry.publish(&metadata, "trainer", &weights, 1).unwrap();
         backup.copy().unwrap();
         let third = tempfile::tempdir().unwrap();
-        assert_eq!(Backup::restore(location.clone(), third.path()).unwrap().1.models, 3);
+        assert_eq!(Backup::restore(location.clone(), third.path(), false).unwrap().1.models, 3);
 
         // A folder that has its own models keeps them.
-        assert_eq!(Backup::restore(location, second.path()).unwrap().1, Restored::default());
+        assert_eq!(Backup::restore(location, second.path(), false).unwrap().1, Restored::default());
+    }
+
+    #[test]
+    fn keys_answered_before_the_last_copy_survive_a_lost_folder_when_the_dataset_does() {
+        let (first, backup_dir, datasets) =
+            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let location = DatasetLocation::Local(backup_dir.path().to_path_buf());
+        let dataset = DatasetLocation::Local(datasets.path().join("dataset"));
+        let memory = Memory { keys_per_log: 4, dedup_games: 1 };
+        let (backup, _) = Backup::restore(location.clone(), first.path(), true).unwrap();
+        open(first.path());
+        let mut store = Store::open(first.path(), dataset.clone(), memory).unwrap();
+        let games: Vec<_> = (0..6).map(game).collect();
+        let ingest = |store: &mut Store, i: usize| {
+            store.ingest(vec![submission(&format!("k{i}"), &[&games[i]])]).unwrap();
+        };
+        // k0 to k3 rotate into idempotency.log.1; k4 is in idempotency.log, then k5.
+        (0..5).for_each(|i| ingest(&mut store, i));
+        backup.copy().unwrap();
+        ingest(&mut store, 5);
+        // A line being appended while the copy reads is left out of it.
+        let mut log = std::fs::OpenOptions::new().append(true).open(first.path().join(KEY_LOG)).unwrap();
+        std::io::Write::write_all(&mut log, b"{\"key\":\"k6\",\"acc").unwrap();
+        backup.copy().unwrap();
+        store.close().unwrap();
+        let copied = std::fs::read_to_string(backup_dir.path().join(KEY_LOG)).unwrap();
+        assert_eq!(copied.lines().count(), 2, "{copied}");
+        assert!(copied.ends_with('\n'));
+
+        let second = tempfile::tempdir().unwrap();
+        assert_eq!(Backup::restore(location.clone(), second.path(), true).unwrap().1.key_logs, 2);
+        let store = Store::open(second.path(), dataset, memory).unwrap();
+        let content = |i: usize| submission("", &[&games[i]]).content;
+        for i in [1, 5] {
+            let answer = store.keys().replayed(&format!("k{i}"), &content(i)).unwrap();
+            assert_eq!(answer, Some(Ingested { accepted: 1, duplicates: 0 }), "k{i} is answered as before");
+        }
+
+        // With the dataset lost alongside, the games of a retry must be stored again.
+        let third = tempfile::tempdir().unwrap();
+        assert_eq!(Backup::restore(location, third.path(), false).unwrap().1.key_logs, 0);
+        assert!(!third.path().join(KEY_LOG).exists() && !third.path().join(OLD_KEY_LOG).exists());
     }
 
     #[test]
     fn a_backup_whose_registry_names_missing_files_is_refused_by_name() {
         let (data, backup_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let location = DatasetLocation::Local(backup_dir.path().to_path_buf());
-        let (backup, _) = Backup::restore(location.clone(), data.path()).unwrap();
+        let (backup, _) = Backup::restore(location.clone(), data.path(), false).unwrap();
         let (registry, _, _) = open(data.path());
         let (metadata, weights) = registry::tests::checkpoint(0);
         registry.publish(&metadata, "trainer", &weights, 1).unwrap();
         backup.copy().unwrap();
         std::fs::remove_file(backup_dir.path().join("v1.safetensors")).unwrap();
-        let err = Backup::restore(location, tempfile::tempdir().unwrap().path()).err().unwrap();
+        let err = Backup::restore(location, tempfile::tempdir().unwrap().path(), false).err().unwrap();
         assert!(err.to_string().contains("registry.json lists v1.safetensors, which is missing"), "{err}");
     }
 }

@@ -244,19 +244,25 @@ pub async fn serve(
     }
     let data = config.data_dir.clone();
     let dataset = config.dataset.clone().unwrap_or_else(|| DatasetLocation::Local(data.join("dataset")));
+    // The idempotency log is worth keeping only with games that outlive the data folder.
+    let key_logs = match &dataset {
+        DatasetLocation::Local(path) => !path.starts_with(&data),
+        DatasetLocation::Object(_) => true,
+    };
     let (settings, schedule) = (config.settings.clone(), config.schedule);
     let backup = config.backup.clone();
     let (history, store, registry, ids, backup) = tokio::task::spawn_blocking(move || {
         std::fs::create_dir_all(&data).at(&data)?;
         let backup = match backup {
             Some(location) => {
-                let (backup, restored) = Backup::restore(location, &data)?;
+                let (backup, restored) = Backup::restore(location, &data, key_logs)?;
                 if restored != Restored::default() {
                     tracing::info!(
                         backup = %backup.location(),
                         models = restored.models,
                         settings = restored.settings,
                         worker_key = restored.worker_key,
+                        key_logs = restored.key_logs,
                         "data folder filled from the backup"
                     );
                 }
@@ -355,8 +361,17 @@ pub async fn serve(
                 Ok(())
             }
         };
-        let closed =
-            tokio::task::spawn_blocking(move || state.store.lock().unwrap_or_else(|e| e.into_inner()).close()).await;
+        let closed = tokio::task::spawn_blocking(move || {
+            let closed = state.store.lock().unwrap_or_else(|e| e.into_inner()).close();
+            // The keys answered since the last publication, for a successor on a new volume.
+            if let Some(backup) = &state.backup
+                && let Err(e) = backup.copy()
+            {
+                tracing::warn!(error = %e, "stopped, but the last copy to the backup failed");
+            }
+            closed
+        })
+        .await;
         served?;
         closed?
     });

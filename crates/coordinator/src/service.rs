@@ -105,8 +105,8 @@ pub(crate) struct State {
     worker_ids: WorkerIds,
     /// Requests waiting for the store, oldest first (see [`State::commit`]).
     commits: Mutex<VecDeque<Queued>>,
-    /// The backup of the models and settings.
-    backup: Option<Backup>,
+    /// The backup of the models, the settings and (where kept) the idempotency log.
+    pub backup: Option<Backup>,
 }
 
 // The guarded structures are updated in one step after all fallible work, so a panic elsewhere

@@ -19,9 +19,10 @@ use xqz_dataset::{
 
 use crate::error::{CoordinatorError, IoAt};
 
-const KEY_LOG: &str = "idempotency.log";
+/// The idempotency log, in the data folder.
+pub(crate) const KEY_LOG: &str = "idempotency.log";
 /// The previous generation of the idempotency log.
-const OLD_KEY_LOG: &str = "idempotency.log.1";
+pub(crate) const OLD_KEY_LOG: &str = "idempotency.log.1";
 
 /// How many of the latest stored games the store keeps in memory, for the dashboard.
 pub(crate) const RECENT_GAMES: usize = 100;
@@ -502,17 +503,19 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use rand::SeedableRng;
     use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 
     use super::*;
 
-    fn game(id: u128) -> (GameRecord, Vec<SampleRecord>) {
+    /// A synthetic game with id `id`.
+    pub(crate) fn game(id: u128) -> (GameRecord, Vec<SampleRecord>) {
         random_game(&mut rand::rngs::StdRng::seed_from_u64(id as u64), id, &SyntheticConfig::default())
     }
 
-    fn submission(key: &str, games: &[&(GameRecord, Vec<SampleRecord>)]) -> Submission {
+    /// A request's games under `key`.
+    pub(crate) fn submission(key: &str, games: &[&(GameRecord, Vec<SampleRecord>)]) -> Submission {
         let content = content_digest(games.iter().map(|(g, _)| g.game_id.0.as_slice()));
         Submission { key: key.into(), content, games: games.iter().map(|&g| g.clone()).collect() }
     }

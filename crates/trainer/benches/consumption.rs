@@ -4,7 +4,8 @@
 //! - the training step of a model (`XQZ_BENCH_MODEL`, `small` by default) on those batches;
 //!
 //! and prints how many times faster the data side is than the trainer consumes it. Batch 256.
-//! `XQZ_BENCH_GAMES` (300) sets the dataset size, `XQZ_BENCH_STEPS` (10) the timed training steps.
+//! `XQZ_BENCH_GAMES` (300) sets the dataset size, `XQZ_BENCH_STEPS` (10) the timed training steps,
+//! `XQZ_BENCH_DEVICE` (`cpu`) the device of the training step (`cuda`, `cuda:N`, `auto`).
 //! Run with `cargo bench -p xqz-trainer --bench consumption`.
 
 use std::time::{Duration, Instant};
@@ -13,7 +14,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 use xqz_dataset::{DatasetWriter, ReplayConfig, ReplayLoader, WriterConfig};
-use xqz_net::{Device, ModelConfig, Network, TrainConfig, Trainer};
+use xqz_net::{ModelConfig, Network, TrainConfig, Trainer, parse_device};
 use xqz_trainer::{Targets, TrainingData};
 
 const BATCH: usize = 256;
@@ -26,6 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let games = env("XQZ_BENCH_GAMES", 300);
     let steps = env("XQZ_BENCH_STEPS", 10);
     let model = std::env::var("XQZ_BENCH_MODEL").unwrap_or_else(|_| "small".into());
+    let device = parse_device(&std::env::var("XQZ_BENCH_DEVICE").unwrap_or_else(|_| "cpu".into()))?;
     let dir = tempfile::tempdir()?;
     let (mut writer, _) = DatasetWriter::open(dir.path(), WriterConfig::default())?;
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -66,7 +68,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|_| Ok(TrainingData::from_replay(&loader.next_batch().ok_or("loader ended")??, Targets::default())?))
         .collect::<Result<_, Box<dyn std::error::Error>>>()?;
     drop(loader);
-    let net = Network::new(&ModelConfig::builtin(&model)?, Device::Cpu);
+    let net = Network::new(&ModelConfig::builtin(&model)?, device);
     let mut trainer = Trainer::new(net, TrainConfig::default());
     trainer.step(&data[0].batch())?;
     let start = Instant::now();
@@ -74,7 +76,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         trainer.step(&d.batch())?;
     }
     let train = steps as f64 / start.elapsed().as_secs_f64();
-    println!("train step ({model}, cpu):  {train:>9.2} batches/s ({:.0} samples/s)", train * BATCH as f64);
+    println!("train step ({model}, {device:?}):  {train:>9.2} batches/s ({:.0} samples/s)", train * BATCH as f64);
     println!("data side / trainer:    {:>9.0}x", loader_converted / train);
     Ok(())
 }
