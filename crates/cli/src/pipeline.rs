@@ -153,6 +153,29 @@ fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(Sett
 
 /// How often `xqz run` prints its status as a plain line when it has no terminal.
 const PLAIN_STATUS_EVERY: Duration = Duration::from_secs(30);
+/// The status's positions/s is taken over this long: workers upload a batch of games now and
+/// then, so the few seconds between two polls mostly see none.
+const RATE_WINDOW: Duration = Duration::from_secs(60);
+
+/// A count's rate over the last [`RATE_WINDOW`] of readings.
+#[derive(Default)]
+struct RateWindow {
+    /// (time, count), oldest first; the oldest is the last one at least the window old.
+    seen: std::collections::VecDeque<(Instant, u64)>,
+}
+
+impl RateWindow {
+    /// Adds a reading; returns the rate per second since the window's oldest (0 over no time).
+    fn push(&mut self, now: Instant, count: u64) -> f64 {
+        self.seen.push_back((now, count));
+        while self.seen.len() > 2 && now.duration_since(self.seen[1].0) >= RATE_WINDOW {
+            self.seen.pop_front();
+        }
+        let (t, c) = self.seen[0];
+        let secs = now.duration_since(t).as_secs_f64();
+        if secs > 0.0 { count.saturating_sub(c) as f64 / secs } else { 0.0 }
+    }
+}
 
 /// The named columns of the last row of a CSV file with a header, if it has them all.
 fn last_row(csv: &Path, names: &[&str]) -> Option<Vec<String>> {
@@ -350,7 +373,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let start = Instant::now();
     let deadline = args.minutes.map(|m| start + Duration::from_secs_f64(m * 60.0));
-    let mut previous: Option<(Instant, u64)> = None;
+    let mut positions = RateWindow::default();
     // Without a terminal (a log file, CI) the spinner draws nothing: a plain line now and then.
     let mut last_line = Instant::now();
     let outcome = loop {
@@ -370,9 +393,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         });
         if let Some(stats) = stats {
             let now = Instant::now();
-            let rate = previous
-                .map_or(0.0, |(t, s)| (stats.samples - s) as f64 / now.duration_since(t).as_secs_f64().max(1e-9));
-            previous = Some((now, stats.samples));
+            let rate = positions.push(now, stats.samples);
             let step = last_step(&dir.join("trainer/metrics.csv")).unwrap_or_else(|| "waiting for data".into());
             let strength = last_strength(&dir.join("strength.csv")).unwrap_or_default();
             if bar.is_hidden() && last_line.elapsed() >= PLAIN_STATUS_EVERY {
@@ -440,5 +461,20 @@ mod tests {
         std::fs::write(&strength, "version,elo\n7,120\n").unwrap();
         assert_eq!(last_strength(&strength), None, "a column is missing");
         assert_eq!(last_step(&dir.path().join("absent.csv")), None);
+    }
+
+    #[test]
+    fn the_positions_rate_spans_the_last_minute_of_polls_not_the_last_two() {
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        let mut rate = RateWindow::default();
+        assert_eq!(rate.push(at(0), 1000), 0.0);
+        assert_eq!(rate.push(at(2), 4000), 1500.0);
+        // No upload between these two polls: the rate still counts the one before.
+        assert_eq!(rate.push(at(4), 4000), 750.0);
+        assert_eq!(rate.push(at(60), 4000), 3000.0 / 60.0);
+        // Past the window the oldest readings go: from second 4 on, nothing was stored.
+        assert_eq!(rate.push(at(70), 4000), 0.0);
+        assert_eq!(rate.push(at(76), 7000), 3000.0 / 72.0);
     }
 }
