@@ -13,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use xqz_dataset::synthetic::{SyntheticConfig, random_game};
 use xqz_dataset::{Dataset, DatasetLocation, GameId};
+use xqz_mcts::PlaySettings;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{GameSubmission, RegisterRequest, SubmitGamesRequest};
 
@@ -35,6 +36,11 @@ pub struct IngestArgs {
     /// Length cap of the generated games (the started coordinator adjudicates with the same).
     #[arg(long, default_value_t = 160)]
     max_plies: u32,
+    /// Share of the generated plies with a full search, whose policy covers up to 40 legal
+    /// moves; the others' covers at most as many moves as a cheap search has playouts, as a
+    /// worker's does (default: self-play's default share).
+    #[arg(long, default_value_t = PlaySettings::default().full_search_probability)]
+    full_search_probability: f64,
     /// The started coordinator's dataset: an object store prefix (`s3://BUCKET/PREFIX`, with the
     /// store's usual environment variables) or a folder; by default its temporary data folder.
     #[arg(long, value_parser = DatasetLocation::parse)]
@@ -186,7 +192,18 @@ fn percentile(sorted: &[Duration], q: f64) -> Duration {
 
 pub fn run(args: &IngestArgs) -> Result<()> {
     anyhow::ensure!(args.workers > 0 && args.games > 0 && args.batch > 0, "counts must be positive");
-    let config = SyntheticConfig { max_plies: args.max_plies, model_version: 0, ..SyntheticConfig::default() };
+    anyhow::ensure!(
+        (0.0..=1.0).contains(&args.full_search_probability),
+        "--full-search-probability must be between 0 and 1, not {}",
+        args.full_search_probability
+    );
+    let config = SyntheticConfig {
+        max_plies: args.max_plies,
+        model_version: 0,
+        full_search_fraction: args.full_search_probability,
+        cheap_policy_moves: PlaySettings::default().cheap_playouts as usize,
+        ..SyntheticConfig::default()
+    };
     let t = Instant::now();
     let mut rng = ChaCha8Rng::seed_from_u64(rand::random());
     let games: Vec<Vec<GameSubmission>> = (0..args.workers)
@@ -206,11 +223,12 @@ pub fn run(args: &IngestArgs) -> Result<()> {
     let total = args.workers * args.games;
     args.output.context(|| {
         format!(
-            "{} workers x {} games ({total} games, {positions} positions, {:.0} per game; generated in {:.1}s, not \
-             timed), {} per request",
+            "{} workers x {} games ({total} games, {positions} positions, {:.0} per game, {:.0}% with a full search's \
+             policy; generated in {:.1}s, not timed), {} per request",
             args.workers,
             args.games,
             positions as f64 / total as f64,
+            args.full_search_probability * 100.0,
             t.elapsed().as_secs_f64(),
             args.batch
         )
@@ -348,6 +366,7 @@ pub fn run(args: &IngestArgs) -> Result<()> {
             "workers": args.workers,
             "games_per_worker": args.games,
             "batch": args.batch,
+            "full_search_probability": args.full_search_probability,
             "dataset": args.dataset.as_ref().map(ToString::to_string),
             "games": total,
             "positions": positions,

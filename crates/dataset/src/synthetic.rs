@@ -24,6 +24,9 @@ pub struct SyntheticConfig {
     pub capture_bias: f64,
     /// At most this many moves get policy mass (the played move always does).
     pub policy_moves: usize,
+    /// At most this many moves get policy mass after a cheap search (as a search of that many
+    /// playouts visits at most that many moves); `usize::MAX`: as after a full one.
+    pub cheap_policy_moves: usize,
     /// Fraction of plies with a full search.
     pub full_search_fraction: f64,
     /// The model version recorded.
@@ -38,6 +41,7 @@ impl Default for SyntheticConfig {
             max_plies: 160,
             capture_bias: 0.3,
             policy_moves: 40,
+            cheap_policy_moves: usize::MAX,
             full_search_fraction: 0.75,
             model_version: 1,
             ruleset: Ruleset::Chinese2011,
@@ -63,15 +67,24 @@ pub fn random_game<R: Rng>(rng: &mut R, id: u128, config: &SyntheticConfig) -> (
         if !moves.contains(&mv) {
             moves[0] = mv;
         }
-        let weights: Vec<f32> = moves.iter().map(|_| rng.random_range(0.01f32..1.0)).collect();
+        let mut weights: Vec<f32> = moves.iter().map(|_| rng.random_range(0.01f32..1.0)).collect();
+        let (w, l) = (rng.random_range(0.0f32..0.6), rng.random_range(0.0f32..0.4));
+        let full_search = rng.random_bool(config.full_search_fraction);
+        if !full_search && moves.len() > config.cheap_policy_moves.max(1) {
+            // The played move first, so that it keeps its place among the moves kept.
+            let played = moves.iter().position(|&m| m == mv).expect("the played move is in the policy");
+            moves.swap(0, played);
+            weights.swap(0, played);
+            moves.truncate(config.cheap_policy_moves.max(1));
+            weights.truncate(moves.len());
+        }
         let sum: f32 = weights.iter().sum();
         let policy = moves.iter().zip(&weights).map(|(&mv, &w)| PolicyEntry { mv, p: w / sum }).collect();
-        let (w, l) = (rng.random_range(0.0f32..0.6), rng.random_range(0.0f32..0.4));
         searches.push(PlySearch {
             policy,
             root_wdl: [w, 1.0 - w - l, l],
             model_version: config.model_version,
-            full_search: rng.random_bool(config.full_search_fraction),
+            full_search,
         });
         game.push_unchecked(mv);
     }
@@ -83,4 +96,35 @@ pub fn random_game<R: Rng>(rng: &mut R, id: u128, config: &SyntheticConfig) -> (
     record.end_time_ms = record.start_time_ms + 45_000;
     let samples = SampleRecord::from_game(&record, &searches).expect("the moves are legal");
     (record, samples)
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::SeedableRng;
+
+    use super::*;
+
+    #[test]
+    fn a_cheap_search_covers_at_most_its_moves_and_keeps_the_played_one() {
+        let config =
+            SyntheticConfig { cheap_policy_moves: 8, full_search_fraction: 0.25, ..SyntheticConfig::default() };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let (mut cheap, mut full_sizes) = (0, Vec::new());
+        for id in 0..20 {
+            let (game, samples) = random_game(&mut rng, id, &config);
+            for (sample, mv) in samples.iter().zip(&game.moves) {
+                let sum: f32 = sample.policy.iter().map(|e| e.p).sum();
+                assert!((sum - 1.0).abs() < 1e-4, "a policy sums to 1, not {sum}");
+                assert!(sample.policy.iter().any(|e| e.mv == *mv), "the played move has policy mass");
+                if sample.full_search {
+                    full_sizes.push(sample.policy.len());
+                } else {
+                    assert!(sample.policy.len() <= 8, "a cheap search's policy has {} moves", sample.policy.len());
+                    cheap += 1;
+                }
+            }
+        }
+        assert!(cheap > 3 * full_sizes.len() / 2, "about three plies in four are cheap searches");
+        assert!(full_sizes.iter().any(|&n| n > 8), "full searches keep their larger policies");
+    }
 }
