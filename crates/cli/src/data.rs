@@ -1,4 +1,4 @@
-//! `xqz data`: inspect, summarise and export self-play datasets.
+//! `xqz data`: inspect, summarise, export and compact self-play datasets.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use clap::{Subcommand, ValueEnum};
 use xiangqi::notation::MoveNotation;
 use xqz_dataset::export::{self, format_unix_ms};
-use xqz_dataset::{Dataset, DatasetLocation, DatasetStats, ShardEntry};
+use xqz_dataset::{Compaction, Dataset, DatasetLocation, DatasetStats, DatasetWriter, ShardEntry, WriterConfig};
 
 #[derive(Subcommand)]
 pub enum DataCommand {
@@ -50,6 +50,17 @@ pub enum DataCommand {
         /// The moves' notation in PGN: iccs (`H2-E2`), wxf (`C2.5`) or chinese (`炮二平五`).
         #[arg(long, default_value_t = MoveNotation::Iccs)]
         notation: MoveNotation,
+    },
+    /// Merge each run of consecutive small shards into one, anywhere in the dataset (a
+    /// coordinator merges only its newest shards as it writes): for datasets written before
+    /// compaction or without it. Takes the dataset's lock, so not while a coordinator writes it.
+    Compact {
+        /// The dataset: a folder, or an object store prefix (`s3://`, `gs://`, `az://`).
+        #[arg(value_parser = DatasetLocation::parse)]
+        dataset: DatasetLocation,
+        /// The most samples a merged shard may hold (the replay window reads a shard whole).
+        #[arg(long, default_value_t = Compaction::default().max_samples)]
+        max_samples: u64,
     },
 }
 
@@ -107,6 +118,7 @@ fn emit(text: &str) -> Result<()> {
 
 fn run_command(command: DataCommand) -> Result<()> {
     match command {
+        DataCommand::Compact { dataset, max_samples } => compact(dataset, max_samples),
         DataCommand::Inspect { dataset, verify } => inspect(dataset, verify),
         DataCommand::Stats { dataset, bucket, json } => {
             let dataset = open(dataset)?;
@@ -220,4 +232,24 @@ fn inspect(location: DatasetLocation, verify: bool) -> Result<()> {
         writeln!(out, "verified {} shards: schemas and row counts match the manifest", dataset.shards().len())?;
     }
     emit(&out)
+}
+
+fn compact(location: DatasetLocation, max_samples: u64) -> Result<()> {
+    anyhow::ensure!(max_samples > 0, "--max-samples must be positive");
+    // A writer would create a dataset where there is none: a mistyped path is an error here.
+    Dataset::open_existing(location.clone()).with_context(|| format!("cannot open dataset {location}"))?;
+    let config =
+        WriterConfig { flush_interval: None, writer_name: "xqz-data-compact".into(), ..WriterConfig::default() };
+    let (mut writer, _) = DatasetWriter::open_at(location.clone(), config)
+        .with_context(|| format!("cannot open {location} for writing"))?;
+    let before = writer.manifest().shards.len();
+    let merged = writer.compact_all(max_samples).with_context(|| format!("merging the shards of {location}"))?;
+    let after = writer.manifest().shards.len();
+    writer.finish().with_context(|| format!("closing {location}"))?;
+    emit(&format!(
+        "{location}: {before} shards, {after} after {} merge(s); the replaced files stay for readers of the old \
+         manifest and are deleted by a coordinator or `xqz data compact` {} minutes or more from now\n",
+        merged.len(),
+        xqz_dataset::manifest::RETIRED_GRACE_MS / 60_000
+    ))
 }

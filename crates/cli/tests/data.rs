@@ -225,3 +225,35 @@ fn data_and_book_read_a_dataset_in_an_s3_bucket() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn compact_merges_small_shards_and_refuses_a_dataset_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let config = SyntheticConfig { max_plies: 30, policy_moves: 4, ..SyntheticConfig::default() };
+    let (mut writer, _) =
+        DatasetWriter::open(dir.path(), WriterConfig { flush_interval: None, ..WriterConfig::default() }).unwrap();
+    for id in 0..8 {
+        let (game, samples) = random_game(&mut rng, id, &config);
+        writer.append(game, samples).unwrap();
+        writer.flush().unwrap();
+    }
+    let path = dir.path().to_str().unwrap();
+    let out = xqz(&["data", "compact", path]);
+    assert!(!out.status.success(), "a dataset whose writer is open is refused");
+    assert!(text(&out.stderr).contains("cannot open"), "{}", text(&out.stderr));
+    writer.finish().unwrap();
+
+    let out = xqz(&["data", "compact", path]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("8 shards, 1 after 1 merge(s)"), "{}", text(&out.stdout));
+    let out = xqz(&["data", "inspect", path, "--verify"]);
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("1 shards (1 listed), 8 games") && stdout.contains("verified 1 shards"), "{stdout}");
+    let out = xqz(&["data", "compact", path, "--max-samples", "0"]);
+    assert!(text(&out.stderr).contains("--max-samples must be positive"), "{}", text(&out.stderr));
+    let missing = dir.path().join("missing");
+    let out = xqz(&["data", "compact", missing.to_str().unwrap()]);
+    assert!(!out.status.success() && text(&out.stderr).contains("cannot open dataset"), "{}", text(&out.stderr));
+    assert!(!missing.exists(), "no dataset is made where there was none");
+}

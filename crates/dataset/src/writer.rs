@@ -326,6 +326,50 @@ impl DatasetWriter {
         Ok(merged)
     }
 
+    /// Merges every run of consecutive shards that fits in `max_samples` samples into one shard,
+    /// anywhere in the dataset: [`DatasetWriter::compact`] merges only the newest shards as they
+    /// are written, so a dataset written without compaction keeps its small shards until this.
+    /// Readers see the rows in the same order; each merged shard's level is one above the
+    /// highest it replaces; the replaced files are deleted by a later writer once their grace
+    /// has passed (readers may still be reading them). Returns the shards written.
+    pub fn compact_all(&mut self, max_samples: u64) -> Result<Vec<ShardEntry>> {
+        if !self.games.is_empty() {
+            return Err(DatasetError::Config("flush buffered games before merging shards".into()));
+        }
+        self.lock.check()?;
+        self.delete_retired()?;
+        let mut merged = Vec::new();
+        let mut start = 0;
+        while start < self.manifest.shards.len() {
+            let shards = &self.manifest.shards[start..];
+            let mut samples = 0;
+            let run = shards.iter().take_while(|s| {
+                samples += s.samples;
+                samples <= max_samples
+            });
+            let end = start + run.count();
+            if end - start < 2 {
+                start += 1;
+                continue;
+            }
+            let group = self.manifest.shards[start..end].to_vec();
+            let id = self.next_id;
+            self.next_id += 1;
+            let level = group.iter().map(|s| s.level).max().unwrap_or(0) + 1;
+            let entry = self.merge(&group, id, level)?;
+            let mut manifest = self.manifest.clone();
+            manifest.shards.splice(start..end, [entry.clone()]);
+            manifest.next_shard_id = self.next_id;
+            manifest
+                .retired
+                .push(Retired { shards: group.iter().map(|s| s.id).collect(), retired_unix_ms: now_unix_ms() });
+            self.commit(manifest)?;
+            merged.push(entry);
+            start += 1;
+        }
+        Ok(merged)
+    }
+
     /// Deletes the retired files whose grace has passed, then drops them from the manifest.
     fn delete_retired(&mut self) -> Result<()> {
         let now = now_unix_ms();

@@ -115,3 +115,33 @@ fn a_writer_without_compaction_never_merges() {
     let err = DatasetWriter::open(dir.path(), bad).unwrap_err();
     assert!(err.to_string().contains("fan_in must be at least 2"), "{err}");
 }
+
+#[test]
+fn a_dataset_written_without_compaction_merges_its_runs_of_small_shards_later() {
+    let games = games(10, 0, 12, &short());
+    let dir = tempfile::tempdir().unwrap();
+    // Twelve one-game shards, as a writer without compaction leaves them.
+    flush_each(dir.path(), small_shards(usize::MAX, Compression::Zstd), &games);
+    let per_game: Vec<u64> = games.iter().map(|(_, s)| s.len() as u64).collect();
+    // Room for the first five games' samples, not six.
+    let max = per_game[..5].iter().sum::<u64>();
+
+    let (mut writer, _) = DatasetWriter::open(dir.path(), small_shards(usize::MAX, Compression::Zstd)).unwrap();
+    let merged = writer.compact_all(max).unwrap();
+    writer.finish().unwrap();
+    let dataset = Dataset::open(dir.path()).unwrap();
+    assert!(merged.len() >= 2 && dataset.shards().len() < 12, "{} shards", dataset.shards().len());
+    assert!(dataset.shards().iter().all(|s| s.samples <= max || s.level == 0));
+    assert_eq!(dataset.shards()[0].games, 5, "the first run holds as many games as fit");
+    assert_eq!(dataset.games().unwrap(), games.iter().map(|(g, _)| g.clone()).collect::<Vec<_>>());
+    assert_eq!(dataset.samples().unwrap(), games.iter().flat_map(|(_, s)| s.clone()).collect::<Vec<_>>());
+    assert!(dataset.report().is_clean(), "{}", dataset.report());
+    let retired: usize = dataset.manifest().retired.iter().map(|r| r.shards.len()).sum();
+    assert_eq!(retired + dataset.shards().len(), 12 + merged.len());
+
+    // Nothing more fits together: a second pass merges nothing.
+    let (mut writer, _) = DatasetWriter::open(dir.path(), small_shards(usize::MAX, Compression::Zstd)).unwrap();
+    let shards = writer.manifest().shards.len();
+    assert_eq!(writer.compact_all(max).unwrap(), []);
+    assert_eq!(writer.manifest().shards.len(), shards);
+}
