@@ -26,18 +26,30 @@ fn dataset(dir: &Path) {
 
 /// Two shards of three games each, at `location`.
 fn dataset_at(location: DatasetLocation) {
-    let mut rng = ChaCha8Rng::seed_from_u64(5);
     let config = SyntheticConfig { max_plies: 30, policy_moves: 4, ..SyntheticConfig::default() };
+    open_writer(location, 5, 6, &config, 3).finish().unwrap();
+}
+
+/// A writer of the dataset at `location`, left open, that has stored `games` random games (seed
+/// `seed`) in shards of `per_shard` games, the last one buffered if it is not full.
+fn open_writer(
+    location: DatasetLocation,
+    seed: u64,
+    games: u128,
+    config: &SyntheticConfig,
+    per_shard: u128,
+) -> DatasetWriter {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut writer, _) =
         DatasetWriter::open_at(location, WriterConfig { flush_interval: None, ..WriterConfig::default() }).unwrap();
-    for id in 0..6 {
-        let (game, samples) = random_game(&mut rng, id, &config);
+    for id in 0..games {
+        let (game, samples) = random_game(&mut rng, id, config);
         writer.append(game, samples).unwrap();
-        if id == 2 {
+        if (id + 1) % per_shard == 0 {
             writer.flush().unwrap();
         }
     }
-    writer.finish().unwrap();
+    writer
 }
 
 #[test]
@@ -143,16 +155,9 @@ fn export_writes_parquet_and_pgn_our_parsers_read_back() {
 #[test]
 fn pyffish_finds_every_move_of_an_iccs_export_legal() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(11);
     // Long games, so that captures, checks and late endgames are among the moves.
     let config = SyntheticConfig { max_plies: 200, policy_moves: 2, ..SyntheticConfig::default() };
-    let (mut writer, _) =
-        DatasetWriter::open(dir.path(), WriterConfig { flush_interval: None, ..WriterConfig::default() }).unwrap();
-    for id in 0..12 {
-        let (game, samples) = random_game(&mut rng, id, &config);
-        writer.append(game, samples).unwrap();
-    }
-    writer.finish().unwrap();
+    open_writer(dir.path().into(), 11, 12, &config, u128::MAX).finish().unwrap();
     let pgn = dir.path().join("games.pgn");
     let out = xqz(&[
         "data",
@@ -229,15 +234,8 @@ fn data_and_book_read_a_dataset_in_an_s3_bucket() {
 #[test]
 fn compact_merges_small_shards_and_refuses_a_dataset_in_use() {
     let dir = tempfile::tempdir().unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(6);
     let config = SyntheticConfig { max_plies: 30, policy_moves: 4, ..SyntheticConfig::default() };
-    let (mut writer, _) =
-        DatasetWriter::open(dir.path(), WriterConfig { flush_interval: None, ..WriterConfig::default() }).unwrap();
-    for id in 0..8 {
-        let (game, samples) = random_game(&mut rng, id, &config);
-        writer.append(game, samples).unwrap();
-        writer.flush().unwrap();
-    }
+    let writer = open_writer(dir.path().into(), 6, 8, &config, 1);
     let path = dir.path().to_str().unwrap();
     let out = xqz(&["data", "compact", path]);
     assert!(!out.status.success(), "a dataset whose writer is open is refused");

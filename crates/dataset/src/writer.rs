@@ -306,24 +306,28 @@ impl DatasetWriter {
             if tail < compaction.fan_in {
                 break;
             }
-            let group = shards[shards.len() - compaction.fan_in..].to_vec();
-            if group.iter().map(|s| s.samples).sum::<u64>() > compaction.max_samples {
+            let run = shards.len() - compaction.fan_in..shards.len();
+            if shards[run.clone()].iter().map(|s| s.samples).sum::<u64>() > compaction.max_samples {
                 break;
             }
-            let id = self.next_id;
-            self.next_id += 1;
-            let entry = self.merge(&group, id, level + 1)?;
-            let mut manifest = self.manifest.clone();
-            manifest.shards.truncate(shards.len() - compaction.fan_in);
-            manifest.shards.push(entry.clone());
-            manifest.next_shard_id = self.next_id;
-            manifest
-                .retired
-                .push(Retired { shards: group.iter().map(|s| s.id).collect(), retired_unix_ms: now_unix_ms() });
-            self.commit(manifest)?;
-            merged.push(entry);
+            merged.push(self.merge_run(run, level + 1)?);
         }
         Ok(merged)
+    }
+
+    /// Merges the shards at `run` in the manifest into one shard at `level`, in their place,
+    /// and retires them.
+    fn merge_run(&mut self, run: std::ops::Range<usize>, level: u32) -> Result<ShardEntry> {
+        let group = self.manifest.shards[run.clone()].to_vec();
+        let id = self.next_id;
+        self.next_id += 1;
+        let entry = self.merge(&group, id, level)?;
+        let mut manifest = self.manifest.clone();
+        manifest.shards.splice(run, [entry.clone()]);
+        manifest.next_shard_id = self.next_id;
+        manifest.retired.push(Retired { shards: group.iter().map(|s| s.id).collect(), retired_unix_ms: now_unix_ms() });
+        self.commit(manifest)?;
+        Ok(entry)
     }
 
     /// Merges every run of consecutive shards that fits in `max_samples` samples into one shard,
@@ -352,19 +356,8 @@ impl DatasetWriter {
                 start += 1;
                 continue;
             }
-            let group = self.manifest.shards[start..end].to_vec();
-            let id = self.next_id;
-            self.next_id += 1;
-            let level = group.iter().map(|s| s.level).max().unwrap_or(0) + 1;
-            let entry = self.merge(&group, id, level)?;
-            let mut manifest = self.manifest.clone();
-            manifest.shards.splice(start..end, [entry.clone()]);
-            manifest.next_shard_id = self.next_id;
-            manifest
-                .retired
-                .push(Retired { shards: group.iter().map(|s| s.id).collect(), retired_unix_ms: now_unix_ms() });
-            self.commit(manifest)?;
-            merged.push(entry);
+            let level = shards[..end - start].iter().map(|s| s.level).max().unwrap_or(0) + 1;
+            merged.push(self.merge_run(start..end, level)?);
             start += 1;
         }
         Ok(merged)
