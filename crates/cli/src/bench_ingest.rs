@@ -192,16 +192,14 @@ fn percentile(sorted: &[Duration], q: f64) -> Duration {
 
 pub fn run(args: &IngestArgs) -> Result<()> {
     anyhow::ensure!(args.workers > 0 && args.games > 0 && args.batch > 0, "counts must be positive");
-    anyhow::ensure!(
-        (0.0..=1.0).contains(&args.full_search_probability),
-        "--full-search-probability must be between 0 and 1, not {}",
-        args.full_search_probability
-    );
+    // The simulated workers' searches are shaped as these settings make a worker's.
+    let play = PlaySettings { full_search_probability: args.full_search_probability, ..PlaySettings::default() };
+    play.validate().context("--full-search-probability")?;
     let config = SyntheticConfig {
         max_plies: args.max_plies,
         model_version: 0,
-        full_search_fraction: args.full_search_probability,
-        cheap_policy_moves: PlaySettings::default().cheap_playouts as usize,
+        full_search_fraction: play.full_search_probability,
+        cheap_policy_moves: play.cheap_playouts as usize,
         ..SyntheticConfig::default()
     };
     let t = Instant::now();
