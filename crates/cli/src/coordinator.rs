@@ -73,11 +73,17 @@ pub struct CoordinatorArgs {
     /// alive); at least 1. Workers send a heartbeat every 5 s.
     #[arg(long, default_value_t = 60.0, value_parser = crate::parse_seconds)]
     alive_seconds: f64,
-    /// Requests served at once (others wait); each may hold a message of up to 16 MiB and its
-    /// decoded form, at most 17 times that, so memory can reach about 280 MiB per request.
+    /// Requests served at once (others wait). Memory is bounded by --max-request-mib-in-flight,
+    /// not by this.
     #[arg(long, default_value_t = xqz_coordinator::Limits::default().max_concurrent_requests as u16,
           value_parser = clap::value_parser!(u16).range(1..=256))]
     max_concurrent_requests: u16,
+    /// MiB of request messages in flight, counted by the length each declares before it is read
+    /// (others wait); with their decoded forms, at most 17 times that, this bounds the memory
+    /// requests take.
+    #[arg(long, default_value_t = (xqz_coordinator::Limits::default().max_request_bytes_in_flight >> 20) as u16,
+          value_parser = clap::value_parser!(u16).range(1..=4095))]
+    max_request_mib_in_flight: u16,
     #[command(flatten)]
     play: PlaySettings,
     #[command(flatten)]
@@ -139,6 +145,7 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     anyhow::ensure!(args.alive_seconds >= 1.0, "--alive-seconds {} is too short: at least 1", args.alive_seconds);
     config.limits.alive_window = std::time::Duration::from_secs_f64(args.alive_seconds);
     config.limits.max_concurrent_requests = usize::from(args.max_concurrent_requests);
+    config.limits.max_request_bytes_in_flight = usize::from(args.max_request_mib_in_flight) << 20;
     config.metrics = args.metrics;
     config.run_folder = args.run_folder.clone();
     config.dataset = args.dataset.clone();

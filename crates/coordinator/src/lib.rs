@@ -10,6 +10,7 @@
 //! (`v<N>.safetensors`, `v<N>.json`, `registry.json`).
 
 mod backup;
+mod budget;
 pub mod dashboard;
 mod error;
 mod http;
@@ -51,11 +52,11 @@ use crate::registry::Registry;
 use crate::service::State;
 use crate::store::Store;
 
-/// Limits on requests, which bound the memory they can take: at most `max_concurrent_requests`
-/// handlers run at once (others wait), each holding one message of at most `max_message_bytes`
-/// and its decoded form, which the codec keeps within
-/// [`MAX_EXPANSION`](xqz_proto::codec::MAX_EXPANSION) times its size; so about
-/// `4 * 16 MiB * 17`, 1.1 GiB, by default, however many clients call.
+/// Limits on requests, which bound the memory they can take: a request waits until the bytes its
+/// message declares fit in `max_request_bytes_in_flight`, and its message of at most
+/// `max_message_bytes` is decoded into at most [`MAX_EXPANSION`](xqz_proto::codec::MAX_EXPANSION)
+/// times its size; so about `64 MiB * 17`, 1.1 GiB, by default, however many clients call and
+/// however many handlers run (`max_concurrent_requests`, 64).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Games in one `SubmitGames` request.
@@ -69,6 +70,17 @@ pub struct Limits {
     pub max_model_bytes: usize,
     /// Request handlers running at once; further requests wait for one to finish.
     pub max_concurrent_requests: usize,
+    /// Bytes of request messages in flight, by the length each message declares before it is
+    /// read; further requests wait. One larger than this takes all of it.
+    pub max_request_bytes_in_flight: usize,
+    /// Streams (calls) open at once on one HTTP/2 connection; a client's further calls wait in
+    /// its own queue.
+    pub max_streams_per_connection: u32,
+    /// Bytes a client may send on one stream before the server reads them (its HTTP/2 window).
+    /// The connection's window is this times `max_streams_per_connection`, so calls that wait
+    /// unread for a handler or for the byte budget can never take the whole connection's window
+    /// and stall the calls on it that are being read.
+    pub stream_window_bytes: u32,
     /// Longest a request handler may run (a model upload included) before it is cancelled.
     pub request_timeout: Duration,
     /// Longest the server waits at shutdown for its connections to close before it stops anyway:
@@ -86,7 +98,10 @@ impl Default for Limits {
             max_moves_per_request: 256 * 400,
             max_message_bytes: 16 << 20,
             max_model_bytes: 2 << 30,
-            max_concurrent_requests: 4,
+            max_concurrent_requests: 64,
+            max_request_bytes_in_flight: 64 << 20,
+            max_streams_per_connection: 16,
+            stream_window_bytes: 512 << 10,
             request_timeout: Duration::from_secs(300),
             drain_timeout: Duration::from_secs(15),
             alive_window: Duration::from_secs(60),
@@ -332,9 +347,14 @@ pub async fn serve(
         }
         builder = builder.tls_config(server_tls).map_err(CoordinatorError::Tls)?;
     }
+    let limits = &config.limits;
     let router = builder
-        .timeout(config.limits.request_timeout)
-        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(config.limits.max_concurrent_requests.max(1)))
+        .max_concurrent_streams(limits.max_streams_per_connection)
+        .initial_stream_window_size(limits.stream_window_bytes)
+        .initial_connection_window_size(limits.stream_window_bytes.saturating_mul(limits.max_streams_per_connection))
+        .timeout(limits.request_timeout)
+        .layer(tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_concurrent_requests.max(1)))
+        .layer(budget::ByteBudgetLayer::new(limits.max_request_bytes_in_flight))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(InterceptedService::new(coordinator, check_token(token, publisher)));

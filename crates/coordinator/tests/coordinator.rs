@@ -613,6 +613,53 @@ async fn a_request_that_would_swell_when_decoded_is_refused_before_decoding() {
     assert_eq!(Dataset::open(dir.path().join("dataset")).unwrap().games().unwrap().len(), 1);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_waiting_for_the_byte_budget_do_not_stall_the_connection_they_share() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = Server::config(dir.path(), short(), PlaySchedule { cap_growth: 0, cap_limit: 0 });
+    // Room for one of the requests below at a time.
+    config.limits.max_request_bytes_in_flight = 1 << 20;
+    let server = Server::serve(config).await.unwrap();
+    // One connection for every call.
+    let channel = Channel::from_shared(format!("http://{}", server.running.addr())).unwrap().connect().await.unwrap();
+    let bearer: tonic::metadata::MetadataValue<_> = format!("Bearer {TOKEN}").parse().unwrap();
+    let client = CoordinatorClient::with_interceptor(channel, move |mut r: tonic::Request<()>| {
+        r.metadata_mut().insert("authorization", bearer.clone());
+        Ok(r)
+    });
+    // About 800 kB each, more than a stream's window: each must be read to be sent whole, while
+    // the others wait unread. 50,000 plies with only a root value for 2 moves: refused once decoded.
+    let big = |i: u8| {
+        let mut game = draw(i);
+        game.plies = vec![PlySearch { root_wdl: vec![0.3, 0.4, 0.3], ..PlySearch::default() }; 50_000];
+        batch(&format!("big{i}"), vec![game])
+    };
+    let calls: Vec<_> = (0..8)
+        .map(|i| {
+            let mut client = client.clone();
+            let request = big(i);
+            tokio::spawn(async move { client.submit_games(request).await })
+        })
+        .collect();
+    let answers = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+        let mut answers = Vec::new();
+        for call in calls {
+            answers.push(call.await.unwrap());
+        }
+        answers
+    })
+    .await
+    .expect("calls on one connection stalled");
+    for answer in answers {
+        let error = answer.unwrap_err();
+        assert_eq!(error.code(), Code::InvalidArgument, "{error:?}");
+    }
+    let mut client = client;
+    assert_eq!(client.submit_games(batch("honest", vec![draw(1)])).await.unwrap().into_inner().accepted, 1);
+    server.stop().await;
+    assert_eq!(stored(dir.path()), vec![[1; 16]]);
+}
+
 #[tokio::test]
 async fn weights_no_worker_could_load_never_become_a_model() {
     let dir = tempfile::tempdir().unwrap();
