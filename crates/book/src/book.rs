@@ -120,8 +120,18 @@ pub struct Book {
     key: KeyFn,
 }
 
+/// A position's row with its moves (none: one row of NULL moves).
 const PROBE: &str = "SELECT p.fen, p.ecco, p.opening, m.move, m.games, m.wins, m.draws, m.losses, m.avg_plies, \
-m.min_ply, m.value, m.visits, m.prior FROM positions p JOIN moves m ON m.position_id = p.id WHERE p.key = ?1";
+m.min_ply, m.value, m.visits, m.prior FROM positions p LEFT JOIN moves m ON m.position_id = p.id WHERE p.id = ?1";
+
+/// Where a position lies in the `positions` table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// Its row's id.
+    Found(i64),
+    /// Not there: the id a row for it would take.
+    Free(i64),
+}
 
 impl Book {
     /// Opens a book read-only and checks its format and schema version.
@@ -153,7 +163,7 @@ impl Book {
         let version = meta("schema_version")?;
         if version.as_deref() != Some(schema::VERSION.to_string().as_str()) {
             return Err(not_a_book(format!(
-                "schema version {} (this build reads {})",
+                "schema version {} (this build reads {}): build the book again with `xqz book build`",
                 version.as_deref().unwrap_or("none"),
                 schema::VERSION
             )));
@@ -246,56 +256,85 @@ impl Book {
         Ok(suite)
     }
 
+    /// Where the position of book-frame `fen` under `key` lies: the ids from the key on, up to
+    /// the first with no row, are the only places it can be.
+    pub(crate) fn slot(&self, key: u64, fen: &str) -> Result<Slot> {
+        let mut statement =
+            self.conn.prepare_cached("SELECT fen FROM positions WHERE id = ?1").map_err(|e| self.sqlite(e))?;
+        let mut id = key as i64;
+        loop {
+            let stored: Option<String> =
+                statement.query_row([id], |row| row.get(0)).optional().map_err(|e| self.sqlite(e))?;
+            match stored {
+                None => return Ok(Slot::Free(id)),
+                Some(stored) if stored == fen => return Ok(Slot::Found(id)),
+                Some(_) => id = schema::next_slot(id),
+            }
+        }
+    }
+
     /// The book's entry for `pos` or for its mirror image, with moves in `pos`'s frame.
     pub fn probe(&self, pos: &Position) -> Result<Option<Entry>> {
         let (canonical, key) = self.locate(pos);
         let fen = canonical.fen();
         let mut statement = self.conn.prepare_cached(PROBE).map_err(|e| self.sqlite(e))?;
-        let mut rows = statement.query([key as i64]).map_err(|e| self.sqlite(e))?;
-        let mut entry: Option<Entry> = None;
-        while let Some(row) = rows.next().map_err(|e| self.sqlite(e))? {
-            // The key only narrows the search: the stored position confirms it.
+        let mut id = key as i64;
+        // One query in all but a hash collision: the row at the key's own id is the position.
+        let mut entry = loop {
+            let mut rows = statement.query([id]).map_err(|e| self.sqlite(e))?;
+            let Some(row) = rows.next().map_err(|e| self.sqlite(e))? else { return Ok(None) };
             let stored: String = row.get(0).map_err(|e| self.sqlite(e))?;
             if stored != fen {
+                id = schema::next_slot(id);
                 continue;
             }
-            let text: String = row.get(3).map_err(|e| self.sqlite(e))?;
-            let mv: Move = text
-                .parse()
-                .map_err(|_| BookError::NotABook { path: self.path.clone(), message: format!("bad move {text:?}") })?;
-            let get_u64 = |i| row.get::<_, i64>(i).map(|n| n as u64);
-            let book_move = (|| {
-                Ok::<_, rusqlite::Error>(BookMove {
-                    mv: canonical.move_from_book(mv),
-                    games: get_u64(4)?,
-                    wins: get_u64(5)?,
-                    draws: get_u64(6)?,
-                    losses: get_u64(7)?,
-                    avg_plies: row.get(8)?,
-                    min_ply: row.get(9)?,
-                    value: row.get(10)?,
-                    visits: row.get::<_, Option<i64>>(11)?.map(|n| n as u64),
-                    prior: row.get(12)?,
-                })
-            })()
-            .map_err(|e| self.sqlite(e))?;
-            match entry.as_mut() {
-                Some(entry) => entry.moves.push(book_move),
-                None => {
-                    entry = Some(Entry {
-                        fen: stored,
-                        ecco: row.get(1).map_err(|e| self.sqlite(e))?,
-                        opening: row.get(2).map_err(|e| self.sqlite(e))?,
-                        moves: vec![book_move],
-                    })
+            let mut entry = Entry {
+                fen: stored,
+                ecco: row.get(1).map_err(|e| self.sqlite(e))?,
+                opening: row.get(2).map_err(|e| self.sqlite(e))?,
+                moves: Vec::new(),
+            };
+            let mut next = Some(row);
+            while let Some(row) = next {
+                if let Some(book_move) = self.book_move(row, &canonical)? {
+                    entry.moves.push(book_move);
                 }
+                next = rows.next().map_err(|e| self.sqlite(e))?;
             }
-        }
-        if let Some(entry) = entry.as_mut() {
-            entry.moves.sort_by(|a, b| {
-                b.games.cmp(&a.games).then(b.visits.cmp(&a.visits)).then(a.mv.to_u16().cmp(&b.mv.to_u16()))
-            });
-        }
-        Ok(entry)
+            if entry.moves.is_empty() {
+                return Ok(None);
+            }
+            break entry;
+        };
+        entry.moves.sort_by(|a, b| {
+            b.games.cmp(&a.games).then(b.visits.cmp(&a.visits)).then(a.mv.to_u16().cmp(&b.mv.to_u16()))
+        });
+        Ok(Some(entry))
+    }
+
+    /// The move of a [`PROBE`] row, in the frame of `canonical`'s position; none in the row of a
+    /// position without moves.
+    fn book_move(&self, row: &rusqlite::Row<'_>, canonical: &Canonical) -> Result<Option<BookMove>> {
+        let Some(text) = row.get::<_, Option<String>>(3).map_err(|e| self.sqlite(e))? else { return Ok(None) };
+        let mv: Move = text
+            .parse()
+            .map_err(|_| BookError::NotABook { path: self.path.clone(), message: format!("bad move {text:?}") })?;
+        let get_u64 = |i| row.get::<_, i64>(i).map(|n| n as u64);
+        (|| {
+            Ok::<_, rusqlite::Error>(BookMove {
+                mv: canonical.move_from_book(mv),
+                games: get_u64(4)?,
+                wins: get_u64(5)?,
+                draws: get_u64(6)?,
+                losses: get_u64(7)?,
+                avg_plies: row.get(8)?,
+                min_ply: row.get(9)?,
+                value: row.get(10)?,
+                visits: row.get::<_, Option<i64>>(11)?.map(|n| n as u64),
+                prior: row.get(12)?,
+            })
+        })()
+        .map(Some)
+        .map_err(|e| self.sqlite(e))
     }
 }

@@ -77,7 +77,7 @@ pub enum SkipReason {
 }
 
 /// One move's counts in one position, in the book frame.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 struct Edge {
     mv: Move,
     games: u64,
@@ -108,17 +108,19 @@ const ROWS_PER_CHUNK: usize = 4096;
 /// Positions' rows, ready to insert: their text is in one buffer, so a chunk is one allocation
 /// to free on the inserting thread, not one per FEN and move.
 #[derive(Default)]
-struct RowChunk<'a> {
+struct RowChunk {
     text: String,
     positions: Vec<PositionRow>,
     /// The moves' rows, each position's in ascending text order (the order of the table's key,
-    /// so each insert lands at the end of the B-tree): their text's end in `text`, and counts.
-    moves: Vec<(usize, &'a Edge)>,
+    /// so each insert lands at the end of the B-tree): their text's end in `text`, and counts,
+    /// copied, so that the inserting thread reads the chunk in order rather than the nodes.
+    moves: Vec<(usize, Edge)>,
 }
 
 /// One position's row in a [`RowChunk`].
 struct PositionRow {
-    key: u64,
+    /// Its row id: its key's slot (see [`schema::slots`]).
+    id: i64,
     /// Where its FEN ends in the chunk's text (it starts where the previous text ends).
     fen_end: usize,
     games: u64,
@@ -402,13 +404,22 @@ impl BookBuilder {
     }
 
     /// The positions to write (those with a move played in `min_games` games), with their text
-    /// made, in chunks, in the order they were first seen; stops early if the receiver is gone.
-    fn position_rows<'a>(&'a self, send: std::sync::mpsc::SyncSender<RowChunk<'a>>) {
+    /// made, in chunks, in the order of their row ids; stops early if the receiver is gone.
+    fn position_rows(&self, send: std::sync::mpsc::SyncSender<RowChunk>) {
         let min_games = u64::from(self.config.min_games);
-        for nodes in self.nodes.chunks(ROWS_PER_CHUNK) {
+        // Keys and indexes side by side, so that sorting them never reaches into the nodes; the
+        // index breaks ties, so positions under one key keep the order they were first seen in.
+        let mut order: Vec<(i64, u32)> = (self.nodes.iter().enumerate())
+            .filter(|(_, node)| node.edges.iter().any(|e| e.games >= min_games))
+            .map(|(i, node)| (node.key as i64, i as u32))
+            .collect();
+        order.sort_unstable();
+        let ids = schema::slots(order.iter().map(|&(key, _)| key as u64));
+        for (nodes, ids) in order.chunks(ROWS_PER_CHUNK).zip(ids.chunks(ROWS_PER_CHUNK)) {
             let mut chunk = RowChunk::default();
             let mut moves: Vec<(String, &Edge)> = Vec::new();
-            for node in nodes.iter().filter(|node| node.edges.iter().any(|e| e.games >= min_games)) {
+            for (&(_, index), &id) in nodes.iter().zip(ids) {
+                let node = &self.nodes[index as usize];
                 let canonical = Canonical { board: node.board, turn: node.turn, mirrored: false, symmetric: false };
                 chunk.text.push_str(&canonical.fen());
                 let fen_end = chunk.text.len();
@@ -417,10 +428,10 @@ impl BookBuilder {
                 moves.sort_unstable_by(|a, b| a.0.cmp(&b.0));
                 for (text, e) in &moves {
                     chunk.text.push_str(text);
-                    chunk.moves.push((chunk.text.len(), e));
+                    chunk.moves.push((chunk.text.len(), **e));
                 }
                 chunk.positions.push(PositionRow {
-                    key: node.key,
+                    id,
                     fen_end,
                     games: node.edges.iter().map(|e| e.games).sum(),
                     opening: node.opening,
@@ -459,31 +470,28 @@ impl BookBuilder {
             ] {
                 meta.execute(params![key, value])?;
             }
-            let mut position = tx.prepare(
-                "INSERT INTO positions (id, key, fen, games, ecco, opening) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )?;
+            let mut position =
+                tx.prepare("INSERT INTO positions (id, fen, games, ecco, opening) VALUES (?1, ?2, ?3, ?4, ?5)")?;
             let mut row = tx.prepare(
                 "INSERT INTO moves (position_id, move, games, wins, draws, losses, avg_plies, min_ply) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?;
             // The rows' text (FEN, moves) is made on a second thread while this one inserts:
             // SQLite's inserts are the build's bottleneck, and they take one thread.
-            let (send, chunks) = std::sync::mpsc::sync_channel::<RowChunk<'_>>(8);
+            let (send, chunks) = std::sync::mpsc::sync_channel::<RowChunk>(8);
             std::thread::scope(|scope| -> rusqlite::Result<()> {
                 scope.spawn(move || self.position_rows(send));
                 for chunk in chunks {
                     let (mut start, mut first_move) = (0, 0);
                     for p in &chunk.positions {
                         summary.positions += 1;
-                        let id = summary.positions as i64;
+                        let id = p.id;
                         let opening = p.opening.map(|i| &OPENINGS[usize::from(i)]);
                         position.raw_bind_parameter(1, id)?;
-                        // SQLite integers are signed: the key is stored as its two's complement.
-                        position.raw_bind_parameter(2, p.key as i64)?;
-                        position.raw_bind_parameter(3, &chunk.text[start..p.fen_end])?;
-                        position.raw_bind_parameter(4, p.games as i64)?;
-                        position.raw_bind_parameter(5, opening.map(|o| o.code))?;
-                        position.raw_bind_parameter(6, opening.map(|o| o.name))?;
+                        position.raw_bind_parameter(2, &chunk.text[start..p.fen_end])?;
+                        position.raw_bind_parameter(3, p.games as i64)?;
+                        position.raw_bind_parameter(4, opening.map(|o| o.code))?;
+                        position.raw_bind_parameter(5, opening.map(|o| o.name))?;
                         position.raw_execute()?;
                         start = p.fen_end;
                         for &(end, e) in &chunk.moves[first_move..p.moves_end] {
@@ -505,7 +513,6 @@ impl BookBuilder {
                 Ok(())
             })?;
         }
-        tx.execute_batch(schema::INDEXES)?;
         tx.commit()?;
         Ok(summary)
     }
@@ -549,6 +556,19 @@ mod tests {
         assert_eq!(entry.moves[0].mv.to_string(), "c6c5");
         pos.play("c6c5".parse().unwrap()).unwrap();
         assert!(book.probe(&pos).unwrap().is_none(), "a position never counted is not found under the shared key");
+        // The four positions took ids 7 to 10 in turn; a new one would take 11.
+        let (canonical, key) = book.locate(&pos);
+        assert_eq!(book.slot(key, &canonical.fen()).unwrap(), crate::book::Slot::Free(11));
+        let (canonical, key) = book.locate(&Position::startpos());
+        assert!(matches!(book.slot(key, &canonical.fen()).unwrap(), crate::book::Slot::Found(7..=10)));
+    }
+
+    #[test]
+    fn keys_take_their_own_id_or_the_next_free_one() {
+        let keys = [3u64, 3, 4, 9, 9, 9, 10, 20, (-5i64) as u64];
+        let mut sorted = keys.to_vec();
+        sorted.sort_by_key(|&k| k as i64);
+        assert_eq!(crate::schema::slots(sorted.into_iter()), vec![-5, 3, 4, 5, 9, 10, 11, 12, 20]);
     }
 
     #[test]

@@ -65,12 +65,12 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::path::Path;
 
-use rusqlite::{OptionalExtension, params};
+use rusqlite::params;
 use xiangqi::game::{Game, GameConfig};
 use xiangqi::{Move, Position};
 use xqz_mcts::{Evaluator, RootStats, SearchConfig, Tree, search};
 
-use crate::book::{Access, Book, Entry};
+use crate::book::{Access, Book, Entry, Slot};
 use crate::builder::{BookBuilder, BuildConfig};
 use crate::canon::zobrist;
 use crate::ecco::{Classifier, Opening};
@@ -332,19 +332,15 @@ impl Grower {
         let sqlite = |e| self.book.sqlite(e);
         let tx = self.book.connection().unchecked_transaction().map_err(sqlite)?;
         let fen = canonical.fen();
-        let id: Option<i64> = tx
-            .prepare_cached("SELECT id FROM positions WHERE key = ?1 AND fen = ?2")
-            .and_then(|mut s| s.query_row(params![key as i64, fen], |row| row.get(0)).optional())
-            .map_err(sqlite)?;
-        let id = match id {
-            Some(id) => id,
-            None => {
+        let id = match self.book.slot(key, &fen)? {
+            Slot::Found(id) => id,
+            Slot::Free(id) => {
                 tx.execute(
-                    "INSERT INTO positions (key, fen, games, ecco, opening) VALUES (?1, ?2, 0, ?3, ?4)",
-                    params![key as i64, fen, opening.map(|o| o.code), opening.map(|o| o.name)],
+                    "INSERT INTO positions (id, fen, games, ecco, opening) VALUES (?1, ?2, 0, ?3, ?4)",
+                    params![id, fen, opening.map(|o| o.code), opening.map(|o| o.name)],
                 )
                 .map_err(sqlite)?;
-                tx.last_insert_rowid()
+                id
             }
         };
         let stored: Vec<String> = tx
@@ -384,16 +380,14 @@ impl Grower {
             let Some(child) = self.book.probe(&path[i + 1])? else { return Ok(()) };
             let Some(best) = child.moves.iter().filter_map(|m| m.value).max_by(f64::total_cmp) else { return Ok(()) };
             let (canonical, key) = self.book.locate(&path[i]);
+            let Slot::Found(id) = self.book.slot(key, &canonical.fen())? else { return Ok(()) };
             let changed = self
                 .book
                 .connection()
                 .prepare_cached(
-                    "UPDATE moves SET value = ?1 WHERE move = ?2 AND (value IS NULL OR value != ?1) AND position_id = \
-                     (SELECT id FROM positions WHERE key = ?3 AND fen = ?4)",
+                    "UPDATE moves SET value = ?1 WHERE position_id = ?3 AND move = ?2 AND (value IS NULL OR value != ?1)",
                 )
-                .and_then(|mut s| {
-                    s.execute(params![-best, canonical.move_to_book(mv).to_string(), key as i64, canonical.fen()])
-                })
+                .and_then(|mut s| s.execute(params![-best, canonical.move_to_book(mv).to_string(), id]))
                 .map_err(sqlite)?;
             if changed == 0 {
                 return Ok(());

@@ -36,16 +36,19 @@
 //! A book is an SQLite 3 file in an open layout (in the spirit of the Open Opening Book Standard)
 //! that any SQLite browser or `sqlite3` module reads. Three tables:
 //!
-//! - `meta (key TEXT PRIMARY KEY, value TEXT)`: `format` = `xqz-book`, `schema_version` = `1`
+//! - `meta (key TEXT PRIMARY KEY, value TEXT)`: `format` = `xqz-book`, `schema_version` = `2`
 //!   ([`SCHEMA_VERSION`]; readers refuse other versions), `key` and `frame` (how positions are
 //!   keyed and which mirror side is stored, in words), `games`, `max_ply`, `min_games`, `writer`.
-//! - `positions (id INTEGER PRIMARY KEY, key INTEGER, fen TEXT, games INTEGER, ecco TEXT,
-//!   opening TEXT)`: one row per position. `key` is the rules core's 64-bit Zobrist hash
-//!   (`xiangqi::Position::hash`, pieces and side to move) stored as a signed integer, indexed;
-//!   it only narrows a look-up, and `fen` (the position with counters reset, `... w - - 0 1`)
-//!   confirms it, so two positions that share a hash never merge. `games` counts the games that
-//!   played a move here; `ecco` and `opening` name the opening line that reaches the position
-//!   ([`ecco`]), or are NULL.
+//! - `positions (id INTEGER PRIMARY KEY, fen TEXT, games INTEGER, ecco TEXT, opening TEXT)`: one
+//!   row per position. `id` is the rules core's 64-bit Zobrist hash (`xiangqi::Position::hash`,
+//!   pieces and side to move) as a signed integer, so a look-up is one read of the table's own
+//!   B-tree, with no index to build or search. Two positions that share a hash never merge: the
+//!   second takes the next free id (linear probing), so a look-up reads the ids from the hash on,
+//!   up to the first id with no row, and `fen` (the position with counters reset,
+//!   `... w - - 0 1`) tells which is which. `games` counts the games that played a move here;
+//!   `ecco` and `opening` name the opening line that reaches the position ([`ecco`]), or are
+//!   NULL. (Version 1 stored the hash in a `key` column with an index of its own and numbered
+//!   the rows; this build refuses such a book: build it again.)
 //! - `moves (position_id, move TEXT, games, wins, draws, losses INTEGER, avg_plies REAL,
 //!   min_ply INTEGER, value REAL, visits INTEGER, prior REAL)`, keyed by `(position_id, move)`:
 //!   `move` in coordinate notation (`h2e2`), wins/draws/losses from the view of the side to move,

@@ -4,11 +4,12 @@
 pub(crate) const FORMAT: &str = "xqz-book";
 
 /// `meta.schema_version`: this build reads and writes only this version.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
-/// `meta.key`: how `positions.key` is computed.
+/// `meta.key`: how `positions.id` is computed.
 pub(crate) const KEY: &str = "xiangqi Position::hash (Zobrist of pieces and side to move) of the book-frame position, \
-as a signed 64-bit integer";
+as a signed 64-bit integer, is the position's id; a position whose id is taken by another takes the next free one \
+(linear probing), so a look-up reads ids from the key on, up to the first id with no row, and compares the FEN";
 
 /// `meta.frame`: which of a position and its mirror image is stored.
 pub(crate) const FRAME: &str = "the smaller by xqz_dataset::encode_board bytes (90 bytes, point rank*9+file, \
@@ -22,7 +23,6 @@ CREATE TABLE meta (
 );
 CREATE TABLE positions (
     id      INTEGER PRIMARY KEY,
-    key     INTEGER NOT NULL,
     fen     TEXT NOT NULL,
     games   INTEGER NOT NULL,
     ecco    TEXT,
@@ -44,5 +44,25 @@ CREATE TABLE moves (
 ) WITHOUT ROWID;
 ";
 
-/// Created after the rows: one sorted build instead of an index update per row.
-pub(crate) const INDEXES: &str = "CREATE INDEX positions_key ON positions (key);";
+/// The row ids of positions with these keys, given in ascending order as signed integers (a
+/// key under which several positions lie, once per position): each key's own id, or the next
+/// after the id before it where that is taken. Inserted in this order, every key's positions lie
+/// in the run of consecutive ids that starts at the key, as [`next_slot`] walks it.
+pub(crate) fn slots(sorted_keys: impl Iterator<Item = u64>) -> Vec<i64> {
+    let mut last: Option<i64> = None;
+    sorted_keys
+        .map(|key| {
+            let id = match last {
+                Some(last) if last >= key as i64 => next_slot(last),
+                _ => key as i64,
+            };
+            last = Some(id);
+            id
+        })
+        .collect()
+}
+
+/// The id after `id` in a look-up's walk.
+pub(crate) fn next_slot(id: i64) -> i64 {
+    id.wrapping_add(1)
+}

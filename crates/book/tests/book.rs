@@ -197,6 +197,16 @@ fn bad_inputs_are_named() {
     assert!(matches!(err, BookError::Sqlite { .. }), "{err:?}");
     assert!(err.to_string().contains("no-such-folder"), "{err}");
 
+    // A book of the first layout (the hash in an indexed `key` column) is refused by name.
+    let old = root.path().join("old.sqlite");
+    builder.write(&old, false).unwrap();
+    rusqlite::Connection::open(&old)
+        .unwrap()
+        .execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'", [])
+        .unwrap();
+    let err = Book::open(&old).err().unwrap();
+    assert!(err.to_string().contains("schema version 1 (this build reads 2): build the book again"), "{err}");
+
     let not_a_book = root.path().join("plain.sqlite");
     std::fs::write(&not_a_book, "a text file, not a database, long enough to fill a header").unwrap();
     assert!(matches!(Book::open(&not_a_book), Err(BookError::NotABook { .. })));
@@ -215,8 +225,8 @@ q = lambda sql, *a: db.execute(sql, a).fetchall()
 print(q("SELECT value FROM meta WHERE key = 'schema_version'")[0][0])
 print(q("SELECT value FROM meta WHERE key = 'games'")[0][0])
 print(q("SELECT count(*) FROM positions")[0][0], q("SELECT count(*) FROM moves")[0][0])
-pos = q("SELECT id, fen, games, ecco FROM positions WHERE key = ?", int(sys.argv[2]))
-print(len(pos), pos[0][1], pos[0][2], pos[0][3])
+pos = q("SELECT id, fen, games, ecco FROM positions WHERE id = ?", int(sys.argv[2]))
+print(len(pos), pos[0][0] == int(sys.argv[2]), pos[0][1], pos[0][2], pos[0][3])
 rows = q("SELECT move, games, wins, draws, losses, avg_plies, min_ply, value FROM moves WHERE position_id = ? ORDER BY games DESC", pos[0][0])
 for r in rows:
     print(*r)
@@ -227,8 +237,9 @@ print(q("SELECT opening FROM positions WHERE ecco = 'C00'")[0][0])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let expected =
-        format!("1\n4\n8 10\n1 {START_FEN} 4 None\nb2e2 3 1 1 1 5.0 0 None\nc3c4 1 1 0 0 2.0 0 None\n中炮对屏风马\n");
+    let expected = format!(
+        "2\n4\n8 10\n1 True {START_FEN} 4 None\nb2e2 3 1 1 1 5.0 0 None\nc3c4 1 1 0 0 2.0 0 None\n中炮对屏风马\n"
+    );
     assert_eq!(String::from_utf8(out.stdout).unwrap(), expected);
 }
 

@@ -16,12 +16,12 @@ use xqz_dataset::{DatasetWriter, GameRecord, WriterConfig};
 fn dump(path: &Path) -> Vec<String> {
     let conn = rusqlite::Connection::open(path).unwrap();
     let mut rows = Vec::new();
-    let mut positions = conn.prepare("SELECT key, fen, games, ecco, opening FROM positions ORDER BY fen").unwrap();
+    let mut positions = conn.prepare("SELECT id, fen, games, ecco, opening FROM positions ORDER BY fen").unwrap();
     let mut it = positions.query([]).unwrap();
     while let Some(r) = it.next().unwrap() {
-        let (key, fen, games): (i64, String, i64) = (r.get(0).unwrap(), r.get(1).unwrap(), r.get(2).unwrap());
+        let (id, fen, games): (i64, String, i64) = (r.get(0).unwrap(), r.get(1).unwrap(), r.get(2).unwrap());
         let (ecco, opening): (Option<String>, Option<String>) = (r.get(3).unwrap(), r.get(4).unwrap());
-        rows.push(format!("{key} {fen} {games} {ecco:?} {opening:?}"));
+        rows.push(format!("{id} {fen} {games} {ecco:?} {opening:?}"));
     }
     let mut moves = conn
         .prepare(
