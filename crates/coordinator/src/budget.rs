@@ -101,6 +101,9 @@ async fn read_prefix(mut body: Body) -> (Replayed, Option<u32>) {
     let mut have = 0;
     while have < PREFIX_BYTES {
         match poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+            // Empty data frames carry nothing to replay; kept, a client sending them without end
+            // would grow the queue without end.
+            Some(Ok(frame)) if frame.data_ref().is_some_and(Bytes::is_empty) => {}
             Some(Ok(frame)) => {
                 if let Some(data) = frame.data_ref() {
                     let take = data.len().min(PREFIX_BYTES - have);
@@ -241,6 +244,10 @@ mod tests {
         let mut sent: Vec<Vec<Bytes>> = (0..8).map(|i| framed(400, 1 + i * 3)).collect();
         sent.push(framed(2500, 4096));
         sent.push(vec![Bytes::from_static(&[0, 0, 0])]);
+        // Empty frames before and inside the prefix change nothing.
+        let mut padded = vec![Bytes::new(); 1000];
+        padded.extend(framed(300, 2).into_iter().flat_map(|chunk| [Bytes::new(), chunk]));
+        sent.push(padded);
         let calls = sent.iter().map(|chunks| {
             let mut service = service.clone();
             let body = body_of(chunks.clone());
