@@ -48,13 +48,13 @@ CREATE TABLE moves (
 /// key under which several positions lie, once per position): each key's own id, or the next
 /// after the id before it where that is taken. Inserted in this order, every key's positions lie
 /// in the run of consecutive ids that starts at the key, as [`next_slot`] walks it.
-pub(crate) fn slots(sorted_keys: impl Iterator<Item = u64>) -> Vec<i64> {
+pub(crate) fn slots(sorted_keys: impl Iterator<Item = i64>) -> Vec<i64> {
     let mut last: Option<i64> = None;
     sorted_keys
         .map(|key| {
             let id = match last {
-                Some(last) if last >= key as i64 => next_slot(last),
-                _ => key as i64,
+                Some(last) if last >= key => next_slot(last),
+                _ => key,
             };
             last = Some(id);
             id
