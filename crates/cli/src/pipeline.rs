@@ -40,9 +40,11 @@ pub struct RunArgs {
     /// Stop after this many minutes (default: until Ctrl-C).
     #[arg(long)]
     minutes: Option<f64>,
-    /// Self-play worker processes.
-    #[arg(long, default_value_t = 1)]
-    workers: usize,
+    /// Self-play worker processes (default: 1 where the network runs on the CPU, whose other
+    /// cores the trainer needs; with CUDA, one per core but three, which the trainer and the
+    /// coordinator keep).
+    #[arg(long)]
+    workers: Option<usize>,
     #[command(flatten)]
     device: crate::model::DeviceArg,
     /// Games each worker thread plays at once.
@@ -214,6 +216,15 @@ fn wait_ready(coordinator: &mut Role, path: &Path, timeout: Duration) -> Result<
 }
 
 /// The trainer's last step, from its `metrics.csv`.
+/// Worker processes when `--workers` is not given. On a CPU one worker leaves the other cores to
+/// the trainer, whose steps then keep up with self-play. With the network on a GPU the trainer
+/// needs few cores, and a GPU's inference keeps many workers busy: one per core but three (the
+/// trainer's data loading and the coordinator), as in the run behind the shipped model's last
+/// stretch (13 workers of 16 cores, docs/LEARNING.md).
+fn default_workers(cores: usize, gpu: bool) -> usize {
+    if gpu { cores.saturating_sub(3).max(1) } else { 1 }
+}
+
 fn last_step(metrics: &Path) -> Option<String> {
     let [step, policy, value, lr] =
         <[String; 4]>::try_from(last_row(metrics, &["step", "policy_loss", "value_loss", "learning_rate"])?).ok()?;
@@ -229,6 +240,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         "--match-share {} must be above 0 and at most 1",
         args.match_share
     );
+    let gpu = matches!(args.device.resolve()?, tch::Device::Cuda(_));
     let (settings, overridden, write) = run_settings(args, given, &settings_path)?;
     match &args.openings {
         Some(path) => drop(crate::book::load_suite(path)?),
@@ -293,8 +305,13 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         if resumed { " (resumed)" } else { "" }
     );
 
+    // Each role takes its share of the cores: one per worker (it searches on one thread), the
+    // rest to the trainer; libtorch's default of one thread per core in every process makes
+    // them all wait on each other.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let n_workers = args.workers.unwrap_or_else(|| default_workers(cores, gpu));
     let mut workers = Vec::new();
-    for i in 0..args.workers {
+    for i in 0..n_workers {
         let worker = Role::spawn(
             "worker",
             &[
@@ -318,11 +335,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         )?;
         workers.push(worker);
     }
-    // Each role takes its share of the cores: one per worker (it searches on one thread), the
-    // rest to the trainer; libtorch's default of one thread per core in every process makes
-    // them all wait on each other.
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let trainer_threads = cores.saturating_sub(args.workers).max(1);
+    let trainer_threads = cores.saturating_sub(n_workers).max(1);
     let mut trainer = Role::spawn(
         "trainer",
         &[
@@ -443,6 +456,12 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn workers_default_to_one_on_a_cpu_and_to_all_cores_but_three_on_a_gpu() {
+        assert_eq!([1, 2, 16].map(|cores| default_workers(cores, false)), [1, 1, 1]);
+        assert_eq!([1, 2, 4, 16].map(|cores| default_workers(cores, true)), [1, 1, 1, 13]);
+    }
 
     #[test]
     fn the_status_line_reads_the_last_rows_by_column_name() {

@@ -107,3 +107,20 @@ fn a_resumed_run_keeps_its_settings_unless_overridden() {
     let history = std::fs::read_to_string(runs.path().join("kept/coordinator/settings.json")).unwrap();
     assert!(history.contains("\"playouts\": 20") && history.contains("\"version\": 2"), "{history}");
 }
+
+#[test]
+fn a_run_on_a_gpu_that_is_not_there_is_refused_before_it_starts() {
+    if tch::Cuda::is_available() {
+        return;
+    }
+    let runs = tempfile::tempdir().unwrap();
+    // The workers' default count depends on the device, so the device is checked first.
+    let out = Command::new(env!("CARGO_BIN_EXE_xqz"))
+        .args(["run", "--name", "kept", "--model", "tiny", "--device", "cuda:0", "--minutes", "0.05", "--runs"])
+        .arg(runs.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CUDA is not available"), "{out:?}");
+    assert!(!runs.path().join("kept").exists(), "a refused run leaves no folder");
+}
