@@ -163,9 +163,11 @@ impl Book {
         let version = meta("schema_version")?;
         if version.as_deref() != Some(schema::VERSION.to_string().as_str()) {
             return Err(not_a_book(format!(
-                "schema version {} (this build reads {}): build the book again with `xqz book build`",
+                "schema version {} (this build reads {}): upgrade it with `xqz book migrate BOOK --out NEW` \
+                 (from versions {:?}), or build it again with `xqz book build`",
                 version.as_deref().unwrap_or("none"),
-                schema::VERSION
+                schema::VERSION,
+                crate::MIGRATES_FROM,
             )));
         }
         // Probes are many small look-ups: the file is mapped rather than read page by page, and

@@ -38,7 +38,8 @@
 //!
 //! - `meta (key TEXT PRIMARY KEY, value TEXT)`: `format` = `xqz-book`, `schema_version` = `2`
 //!   ([`SCHEMA_VERSION`]; readers refuse other versions), `key` and `frame` (how positions are
-//!   keyed and which mirror side is stored, in words), `games`, `max_ply`, `min_games`, `writer`.
+//!   keyed and which mirror side is stored, in words), `games`, `max_ply`, `min_games`, `writer`,
+//!   and `migrated_from` in a book that [`migrate`] wrote.
 //! - `positions (id INTEGER PRIMARY KEY, fen TEXT, games INTEGER, ecco TEXT, opening TEXT)`: one
 //!   row per position. `id` is the rules core's 64-bit Zobrist hash (`xiangqi::Position::hash`,
 //!   pieces and side to move) as a signed integer, so a look-up is one read of the table's own
@@ -48,7 +49,7 @@
 //!   `... w - - 0 1`) tells which is which. `games` counts the games that played a move here;
 //!   `ecco` and `opening` name the opening line that reaches the position ([`ecco`]), or are
 //!   NULL. (Version 1 stored the hash in a `key` column with an index of its own and numbered
-//!   the rows; this build refuses such a book: build it again.)
+//!   the rows; readers refuse such a book, and [`migrate`] copies it into this layout.)
 //! - `moves (position_id, move TEXT, games, wins, draws, losses INTEGER, avg_plies REAL,
 //!   min_ply INTEGER, value REAL, visits INTEGER, prior REAL)`, keyed by `(position_id, move)`:
 //!   `move` in coordinate notation (`h2e2`), wins/draws/losses from the view of the side to move,
@@ -91,6 +92,7 @@ mod error;
 mod export;
 mod grow;
 mod html;
+mod migrate;
 mod schema;
 
 pub use book::{Book, BookMove, Entry, SuiteConfig, SuiteEntry};
@@ -98,4 +100,5 @@ pub use builder::{BookBuilder, BuildConfig, BuildSummary, PgnImport, SkipReason,
 pub use error::{BookError, Result};
 pub use grow::{GrowConfig, Grower, Grown};
 pub use html::{HtmlConfig, HtmlSummary};
+pub use migrate::{MIGRATES_FROM, Migrated, migrate};
 pub use schema::VERSION as SCHEMA_VERSION;

@@ -205,12 +205,100 @@ fn bad_inputs_are_named() {
         .execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'", [])
         .unwrap();
     let err = Book::open(&old).err().unwrap();
-    assert!(err.to_string().contains("schema version 1 (this build reads 2): build the book again"), "{err}");
+    assert!(
+        err.to_string().contains("schema version 1 (this build reads 2): upgrade it with `xqz book migrate"),
+        "{err}"
+    );
 
     let not_a_book = root.path().join("plain.sqlite");
     std::fs::write(&not_a_book, "a text file, not a database, long enough to fill a header").unwrap();
     assert!(matches!(Book::open(&not_a_book), Err(BookError::NotABook { .. })));
     assert!(matches!(Book::open(root.path().join("missing.sqlite")), Err(BookError::Io { .. })));
+}
+
+/// The first layout (schema version 1): positions numbered in order, found by their hash in an
+/// indexed `key` column. Kept here as the specification of what `migrate` reads.
+const SCHEMA_1: &str = "
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE positions (id INTEGER PRIMARY KEY, key INTEGER NOT NULL, fen TEXT NOT NULL, games INTEGER NOT NULL,
+    ecco TEXT, opening TEXT);
+CREATE TABLE moves (position_id INTEGER NOT NULL REFERENCES positions(id), move TEXT NOT NULL, games INTEGER NOT NULL,
+    wins INTEGER NOT NULL, draws INTEGER NOT NULL, losses INTEGER NOT NULL, avg_plies REAL NOT NULL,
+    min_ply INTEGER NOT NULL, value REAL, visits INTEGER, prior REAL, PRIMARY KEY (position_id, move)) WITHOUT ROWID;
+CREATE INDEX positions_key ON positions (key);
+";
+
+/// Writes the book at `book` again in the first layout at `old`, numbering its positions in FEN
+/// order; the keys are left 0, which `migrate` must not trust.
+fn downgrade(book: &Path, old: &Path) {
+    let conn = rusqlite::Connection::open(old).unwrap();
+    conn.execute_batch(SCHEMA_1).unwrap();
+    conn.execute("ATTACH DATABASE ?1 AS src", [book.to_str().unwrap()]).unwrap();
+    conn.execute_batch(
+        "INSERT INTO meta SELECT key, CASE key WHEN 'schema_version' THEN '1' ELSE value END FROM src.meta;
+         INSERT INTO positions (id, key, fen, games, ecco, opening)
+             SELECT row_number() OVER (ORDER BY fen), 0, fen, games, ecco, opening FROM src.positions;
+         INSERT INTO moves SELECT p.id, m.move, m.games, m.wins, m.draws, m.losses, m.avg_plies, m.min_ply,
+             m.value, m.visits, m.prior
+             FROM src.moves m JOIN src.positions s ON s.id = m.position_id JOIN positions p ON p.fen = s.fen;
+         DETACH DATABASE src;",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_book_of_the_first_layout_migrates_with_every_row_and_search_result() {
+    let root = tempfile::tempdir().unwrap();
+    let (book, summary) = build(root.path(), BuildConfig::default());
+    let old = root.path().join("old.sqlite");
+    downgrade(book.path(), &old);
+    // What a grown book has and a rebuild from games would lose: a searched move.
+    let conn = rusqlite::Connection::open(&old).unwrap();
+    conn.execute("UPDATE moves SET value = 0.25, visits = 7, prior = 0.5 WHERE move = 'b2e2'", []).unwrap();
+    conn.execute(
+        "INSERT INTO moves SELECT id, 'h0g2', 0, 0, 0, 0, 0, 0, -0.5, 3, 0.125 FROM positions \
+         WHERE fen = ?1",
+        [xqz_book::Book::open(book.path()).unwrap().probe(&Position::startpos()).unwrap().unwrap().fen],
+    )
+    .unwrap();
+    drop(conn);
+
+    let new = root.path().join("new.sqlite");
+    let migrated = xqz_book::migrate(&old, &new, false).unwrap();
+    assert_eq!((migrated.from_version, migrated.positions, migrated.moves), (1, summary.positions, summary.moves + 1));
+    let migrated_book = Book::open(&new).unwrap();
+    assert_eq!(migrated_book.meta("migrated_from").unwrap().as_deref(), Some("schema version 1"));
+    assert_eq!(migrated_book.meta("games").unwrap(), book.meta("games").unwrap());
+    for moves in ["", "h2e2", "b2e2 h9g7", "h2e2 h9g7", "h0g2", "c3c4"] {
+        let (was, now) = (book.probe(&after(moves)).unwrap(), migrated_book.probe(&after(moves)).unwrap());
+        match (was, now) {
+            (Some(mut was), Some(now)) if moves.is_empty() => {
+                let searched = now.moves.iter().find(|m| m.mv.to_string() == "b2e2").unwrap();
+                assert_eq!((searched.value, searched.visits, searched.prior), (Some(0.25), Some(7), Some(0.5)));
+                let added = now.moves.iter().find(|m| m.mv.to_string() == "h0g2").unwrap();
+                assert_eq!((added.games, added.value, added.visits), (0, Some(-0.5), Some(3)));
+                was.moves.iter_mut().filter(|m| m.mv.to_string() == "b2e2").for_each(|m| {
+                    (m.value, m.visits, m.prior) = (Some(0.25), Some(7), Some(0.5));
+                });
+                assert_eq!(counts(&was), counts(&Entry { moves: now.moves[..was.moves.len()].to_vec(), ..now }));
+            }
+            (was, now) => assert_eq!(was, now, "after {moves:?}"),
+        }
+    }
+
+    // Refused: an existing output, a book already migrated, a position not in the book frame.
+    assert!(matches!(xqz_book::migrate(&old, &new, false), Err(BookError::Exists { .. })));
+    let err = xqz_book::migrate(&new, &root.path().join("again.sqlite"), false).unwrap_err();
+    assert!(err.to_string().contains("already schema version 2: nothing to migrate"), "{err}");
+    let conn = rusqlite::Connection::open(&old).unwrap();
+    let stored = book.probe(&after("h2e2")).unwrap().unwrap().fen;
+    let mirrored = Position::from_fen(&stored).unwrap().mirror().to_string();
+    conn.execute("UPDATE positions SET fen = ?1 WHERE id = 1", [&mirrored]).unwrap();
+    drop(conn);
+    let err = xqz_book::migrate(&old, &new, true).unwrap_err();
+    assert!(err.to_string().contains("position 1") && err.to_string().contains("mirror"), "{err}");
+    assert!(Book::open(&new).is_ok(), "a failed migration leaves the earlier output as it was");
+    assert!(!root.path().join("new.sqlite.tmp").exists());
 }
 
 #[test]

@@ -93,6 +93,19 @@ pub enum BookCommand {
         #[arg(long, default_value_t = SuiteConfig::default().min_games)]
         min_games: u64,
     },
+    /// Copy a book written by an earlier version of xqz (an earlier schema) into this version's
+    /// layout, every position, move count and search result kept. The book read is left as it
+    /// was; --out is refused if it exists unless --force.
+    Migrate {
+        /// The book file to read.
+        book: PathBuf,
+        /// The book file to write.
+        #[arg(long)]
+        out: PathBuf,
+        /// Replace an existing --out.
+        #[arg(long)]
+        force: bool,
+    },
     /// A book command of the full build, met in the build without libtorch.
     #[cfg(not(feature = "torch"))]
     #[command(external_subcommand)]
@@ -175,6 +188,19 @@ pub fn run(command: BookCommand) -> Result<()> {
         BookCommand::Export { book, format: ExportFormat::Parquet, out, .. } => {
             let rows = Book::open(&book)?.export_parquet(&out)?;
             println!("{}: {rows} rows (positions and moves)", out.display());
+            Ok(())
+        }
+        BookCommand::Migrate { book, out, force } => {
+            let migrated = xqz_book::migrate(&book, &out, force)?;
+            println!(
+                "{}: {} positions and {} moves of {} (schema version {}) in schema version {}",
+                out.display(),
+                migrated.positions,
+                migrated.moves,
+                book.display(),
+                migrated.from_version,
+                xqz_book::SCHEMA_VERSION
+            );
             Ok(())
         }
         #[cfg(not(feature = "torch"))]

@@ -250,6 +250,61 @@ fn xqz_uci_plays_from_a_book_while_in_it() {
 }
 
 #[test]
+fn book_migrate_upgrades_a_book_of_the_first_layout() {
+    let root = tempfile::tempdir().unwrap();
+    let book = built(root.path());
+    let before = xqz(&["book", "probe", &book, "--moves", "h2e2", "--json"]);
+    assert!(before.status.success(), "{}", text(&before.stderr));
+    let current = xqz(&["book", "migrate", &book, "--out", root.path().join("x.sqlite").to_str().unwrap()]);
+    assert!(!current.status.success());
+    assert!(text(&current.stderr).contains("already schema version 2"), "{}", text(&current.stderr));
+
+    // The first layout, written by Python's sqlite3 from the book: positions numbered 1, 2, ...
+    // and found by an indexed `key` column (left 0 here: the migration computes keys again).
+    let old = root.path().join("old.sqlite");
+    let script = r#"
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[2])
+c.executescript("""
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE positions (id INTEGER PRIMARY KEY, key INTEGER NOT NULL, fen TEXT NOT NULL, games INTEGER NOT NULL,
+    ecco TEXT, opening TEXT);
+CREATE TABLE moves (position_id INTEGER NOT NULL REFERENCES positions(id), move TEXT NOT NULL,
+    games INTEGER NOT NULL, wins INTEGER NOT NULL, draws INTEGER NOT NULL, losses INTEGER NOT NULL,
+    avg_plies REAL NOT NULL, min_ply INTEGER NOT NULL, value REAL, visits INTEGER, prior REAL,
+    PRIMARY KEY (position_id, move)) WITHOUT ROWID;
+CREATE INDEX positions_key ON positions (key);
+""")
+c.execute("ATTACH DATABASE ? AS src", (sys.argv[1],))
+c.executescript("""
+INSERT INTO meta SELECT key, CASE key WHEN 'schema_version' THEN '1' ELSE value END FROM src.meta;
+INSERT INTO positions SELECT row_number() OVER (ORDER BY fen), 0, fen, games, ecco, opening FROM src.positions;
+INSERT INTO moves SELECT p.id, m.move, m.games, m.wins, m.draws, m.losses, m.avg_plies, m.min_ply, m.value,
+    m.visits, m.prior FROM src.moves m JOIN src.positions s ON s.id = m.position_id JOIN positions p ON p.fen = s.fen;
+""")
+c.commit()
+print("ok")
+"#;
+    let python = xqz_test_support::python::python("sqlite3");
+    let out = Command::new(python).args(["-c", script]).arg(&book).arg(&old).output().unwrap();
+    assert!(out.status.success() && text(&out.stdout).contains("ok"), "{}{}", text(&out.stdout), text(&out.stderr));
+    let old = old.to_str().unwrap();
+    let refused = xqz(&["book", "probe", old, "--moves", "h2e2"]);
+    assert!(!refused.status.success());
+    assert!(text(&refused.stderr).contains("upgrade it with `xqz book migrate"), "{}", text(&refused.stderr));
+
+    let new = root.path().join("new.sqlite");
+    let migrated = xqz(&["book", "migrate", old, "--out", new.to_str().unwrap()]);
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
+    assert!(text(&migrated.stdout).contains("4 positions and 5 moves"), "{}", text(&migrated.stdout));
+    let after = xqz(&["book", "probe", new.to_str().unwrap(), "--moves", "h2e2", "--json"]);
+    assert!(after.status.success(), "{}", text(&after.stderr));
+    assert_eq!(text(&after.stdout), text(&before.stdout));
+    let again = xqz(&["book", "migrate", old, "--out", new.to_str().unwrap()]);
+    assert!(text(&again.stderr).contains("already exists (pass --force to replace it)"), "{}", text(&again.stderr));
+}
+
+#[test]
 fn book_export_parquet_is_read_by_pyarrow() {
     let root = tempfile::tempdir().unwrap();
     let book = built(root.path());
