@@ -159,6 +159,14 @@ pub(crate) fn write_fen(
     halfmove_clock: u32,
     fullmoves: u32,
 ) -> fmt::Result {
+    // The board is gathered as bytes and handed over in one write: a formatter call per
+    // character made writing FENs most of the time `xqz book build` takes.
+    let mut board = [0u8; 99];
+    let mut len = 0;
+    let mut push = |byte: u8| {
+        board[len] = byte;
+        len += 1;
+    };
     for rank in (0..10u8).rev() {
         let mut empty = 0;
         for file in 0..9u8 {
@@ -166,20 +174,21 @@ pub(crate) fn write_fen(
             match piece_at(sq) {
                 Some(p) => {
                     if empty > 0 {
-                        write!(f, "{empty}")?;
+                        push(b'0' + empty);
                         empty = 0;
                     }
-                    f.write_char(p.fen_char())?;
+                    push(p.fen_char() as u8);
                 }
                 None => empty += 1,
             }
         }
         if empty > 0 {
-            write!(f, "{empty}")?;
+            push(b'0' + empty);
         }
         if rank > 0 {
-            f.write_char('/')?;
+            push(b'/');
         }
     }
+    f.write_str(std::str::from_utf8(&board[..len]).expect("FEN letters, digits and slashes are ASCII"))?;
     write!(f, " {} - - {} {}", turn.fen_char(), halfmove_clock, fullmoves)
 }
