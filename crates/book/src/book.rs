@@ -152,15 +152,7 @@ impl Book {
         };
         let conn = Connection::open_with_flags(&path, flags | OpenFlags::SQLITE_OPEN_NO_MUTEX)
             .map_err(|source| BookError::Sqlite { path: path.clone(), source })?;
-        let meta = |name: &str| -> Result<Option<String>> {
-            conn.query_row("SELECT value FROM meta WHERE key = ?1", [name], |row| row.get(0))
-                .optional()
-                .map_err(|e| not_a_book(format!("no readable meta table ({e})")))
-        };
-        if meta("format")?.as_deref() != Some(schema::FORMAT) {
-            return Err(not_a_book(format!("meta.format is not {:?}", schema::FORMAT)));
-        }
-        let version = meta("schema_version")?;
+        let version = schema::stored_version(&conn, not_a_book)?;
         if version.as_deref() != Some(schema::VERSION.to_string().as_str()) {
             return Err(not_a_book(format!(
                 "schema version {} (this build reads {}): upgrade it with `xqz book migrate BOOK --out NEW` \

@@ -388,13 +388,7 @@ impl BookBuilder {
         if path.exists() && !replace {
             return Err(BookError::Exists { path: path.to_path_buf() });
         }
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(".tmp");
-        let tmp = PathBuf::from(tmp);
-        match fs::remove_file(&tmp) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(BookError::Io { path: tmp, source: e }),
-            _ => {}
-        }
+        let tmp = temporary_beside(path)?;
         let sqlite = |source| BookError::Sqlite { path: path.to_path_buf(), source };
         let mut conn = Connection::open(&tmp).map_err(sqlite)?;
         let summary = self.write_tables(&mut conn).map_err(sqlite)?;
@@ -532,6 +526,18 @@ impl BookBuilder {
         }
         tx.commit()?;
         Ok(summary)
+    }
+}
+
+/// The name a new book is written under before it is renamed to `path` (`path` + `.tmp`), with
+/// whatever an earlier failed write left there removed.
+pub(crate) fn temporary_beside(path: &Path) -> Result<PathBuf> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    match fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BookError::Io { path: tmp, source: e }),
+        _ => Ok(tmp),
     }
 }
 

@@ -3,9 +3,9 @@
 //! rebuild.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+use rusqlite::{Connection, OpenFlags, params};
 use xiangqi::Position;
 
 use crate::canon::{Canonical, zobrist};
@@ -54,15 +54,7 @@ pub fn migrate(from: &Path, to: &Path, replace: bool) -> Result<Migrated> {
         return Err(BookError::Io { path: from.to_path_buf(), source });
     }
     let old = Connection::open_with_flags(from, OpenFlags::SQLITE_OPEN_READ_ONLY).map_err(sqlite(from))?;
-    let meta = |name: &str| -> Result<Option<String>> {
-        old.query_row("SELECT value FROM meta WHERE key = ?1", [name], |row| row.get(0))
-            .optional()
-            .map_err(|e| not_a_book(format!("no readable meta table ({e})")))
-    };
-    if meta("format")?.as_deref() != Some(schema::FORMAT) {
-        return Err(not_a_book(format!("meta.format is not {:?}", schema::FORMAT)));
-    }
-    let version = meta("schema_version")?;
+    let version = schema::stored_version(&old, not_a_book)?;
     let from_version = match version.as_deref().map(str::parse::<u32>) {
         Some(Ok(v)) if MIGRATES_FROM.contains(&v) => v,
         Some(Ok(v)) if v == schema::VERSION => {
@@ -79,13 +71,7 @@ pub fn migrate(from: &Path, to: &Path, replace: bool) -> Result<Migrated> {
     let order = keyed_ids(&old, from)?;
     drop(old);
 
-    let mut tmp = to.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    match fs::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(BookError::Io { path: tmp, source: e }),
-        _ => {}
-    }
+    let tmp = crate::builder::temporary_beside(to)?;
     let copied = copy_rows(from, &tmp, &order, from_version).map_err(sqlite(to)).and_then(|(copied, stored)| {
         // A move whose position is missing has no place in the new book: refused, not dropped.
         if copied.1 != stored {

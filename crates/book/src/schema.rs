@@ -44,6 +44,24 @@ CREATE TABLE moves (
 ) WITHOUT ROWID;
 ";
 
+/// The `meta.schema_version` of the book open on `conn`, once its `meta.format` shows it is an xqz
+/// book; `not_a_book` words each refusal as the caller's error.
+pub(crate) fn stored_version(
+    conn: &rusqlite::Connection,
+    not_a_book: impl Fn(String) -> crate::BookError,
+) -> crate::Result<Option<String>> {
+    use rusqlite::OptionalExtension;
+    let meta = |name: &str| -> crate::Result<Option<String>> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [name], |row| row.get(0))
+            .optional()
+            .map_err(|e| not_a_book(format!("no readable meta table ({e})")))
+    };
+    if meta("format")?.as_deref() != Some(FORMAT) {
+        return Err(not_a_book(format!("meta.format is not {FORMAT:?}")));
+    }
+    meta("schema_version")
+}
+
 /// The row ids of positions with these keys, given in ascending order as signed integers (a
 /// key under which several positions lie, once per position): each key's own id, or the next
 /// after the id before it where that is taken. Inserted in this order, every key's positions lie
