@@ -456,14 +456,7 @@ impl BookBuilder {
     }
 
     fn write_tables(&self, conn: &mut Connection) -> rusqlite::Result<BuildSummary> {
-        // The file is renamed into place only once complete: no journal is needed. Pages of
-        // 16 KiB mean fewer B-tree pages to set up per row than the default 4 KiB. Each move's
-        // position is inserted just before it, so the foreign-key look-up per move (on by
-        // default in this SQLite build) would only cost time.
-        conn.execute_batch(
-            "PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; \
-             PRAGMA cache_size = -262144; PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF;",
-        )?;
+        conn.execute_batch(schema::NEW_FILE)?;
         let tx = conn.transaction()?;
         tx.execute_batch(schema::CREATE)?;
         let mut summary = BuildSummary { games: self.games, plies: self.plies, ..BuildSummary::default() };

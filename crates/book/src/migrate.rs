@@ -119,10 +119,7 @@ fn keyed_ids(old: &Connection, path: &Path) -> Result<Vec<(i64, i64)>> {
 /// under the ids their keys take; returns the positions and moves copied, and the moves stored.
 fn copy_rows(from: &Path, tmp: &Path, order: &[(i64, i64)], version: u32) -> rusqlite::Result<((u64, u64), u64)> {
     let mut conn = Connection::open(tmp)?;
-    conn.execute_batch(
-        "PRAGMA page_size = 16384; PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; \
-         PRAGMA temp_store = MEMORY; PRAGMA foreign_keys = OFF;",
-    )?;
+    conn.execute_batch(schema::NEW_FILE)?;
     conn.execute("ATTACH DATABASE ?1 AS old", [from.to_string_lossy()])?;
     let tx = conn.transaction()?;
     tx.execute_batch(schema::CREATE)?;

@@ -215,7 +215,6 @@ fn wait_ready(coordinator: &mut Role, path: &Path, timeout: Duration) -> Result<
     }
 }
 
-/// The trainer's last step, from its `metrics.csv`.
 /// Worker processes when `--workers` is not given. On a CPU one worker leaves the other cores to
 /// the trainer, whose steps then keep up with self-play. With the network on a GPU the trainer
 /// needs few cores, and a GPU's inference keeps many workers busy: one per core but three (the
@@ -225,6 +224,7 @@ fn default_workers(cores: usize, gpu: bool) -> usize {
     if gpu { cores.saturating_sub(3).max(1) } else { 1 }
 }
 
+/// The trainer's last step, from its `metrics.csv`.
 fn last_step(metrics: &Path) -> Option<String> {
     let [step, policy, value, lr] =
         <[String; 4]>::try_from(last_row(metrics, &["step", "policy_loss", "value_loss", "learning_rate"])?).ok()?;
@@ -240,7 +240,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         "--match-share {} must be above 0 and at most 1",
         args.match_share
     );
-    let gpu = matches!(args.device.resolve()?, tch::Device::Cuda(_));
+    let device = args.device.resolve()?;
     let (settings, overridden, write) = run_settings(args, given, &settings_path)?;
     match &args.openings {
         Some(path) => drop(crate::book::load_suite(path)?),
@@ -309,6 +309,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     // rest to the trainer; libtorch's default of one thread per core in every process makes
     // them all wait on each other.
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let gpu = matches!(device, tch::Device::Cuda(_));
     let n_workers = args.workers.unwrap_or_else(|| default_workers(cores, gpu));
     let mut workers = Vec::new();
     for i in 0..n_workers {
@@ -370,7 +371,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             out: dir.join("strength.csv"),
             games: args.match_games.div_ceil(2) * 2,
             playouts: args.match_playouts,
-            device: args.device.resolve()?,
+            device,
             share: args.match_share,
         };
         let tracking = Arc::clone(&tracking);
