@@ -105,8 +105,11 @@ pub fn bench_net(args: &NetArgs) -> Result<()> {
             batch_128 = Some(rate);
         }
     }
-    let service =
-        ServiceConfig { max_batch: args.max_batch, max_wait: Duration::from_secs_f64(args.max_wait_ms / 1000.0) };
+    let service = ServiceConfig {
+        max_batch: args.max_batch,
+        max_wait: Duration::from_secs_f64(args.max_wait_ms / 1000.0),
+        cache_entries: 0,
+    };
     let (measured, _) = service_throughput(net, &positions, args.callers, service, duration);
     let share = batch_128.map(|raw| measured.positions_per_second / raw);
     out.measurement(

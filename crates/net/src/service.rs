@@ -3,7 +3,9 @@
 //!
 //! A batch is sent to the network when it reaches `max_batch` positions, when `max_wait` has passed
 //! since its first position arrived, or at once when every live client is already waiting (no
-//! position can arrive that would fill it). Dropping or [`InferenceService::shutdown`] answers the
+//! position can arrive that would fill it). A position asked again while its answer is among the
+//! last `cache_entries` is answered without a forward pass (as lc0's NN cache does): a search that
+//! starts a fresh tree each move asks again for much of the last move's tree. Dropping or [`InferenceService::shutdown`] answers the
 //! queued requests, stops the thread and makes later requests fail with [`ServiceError::Closed`].
 //!
 //! ```
@@ -20,6 +22,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::collections::{HashMap, VecDeque};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -43,11 +46,14 @@ pub struct ServiceConfig {
     pub max_batch: usize,
     /// Longest a position waits for others to join its batch.
     pub max_wait: Duration,
+    /// Answers kept to answer a position asked again without a forward pass (0: none), the
+    /// oldest dropped first; about 300 bytes each.
+    pub cache_entries: usize,
 }
 
 impl Default for ServiceConfig {
     fn default() -> ServiceConfig {
-        ServiceConfig { max_batch: 256, max_wait: Duration::from_millis(2) }
+        ServiceConfig { max_batch: 256, max_wait: Duration::from_millis(2), cache_entries: 1 << 16 }
     }
 }
 
@@ -55,6 +61,8 @@ impl Default for ServiceConfig {
 #[derive(Clone, Debug)]
 pub struct Query {
     input: Vec<f32>,
+    /// A hash of `input`, computed by the caller's thread: the cache's key.
+    key: u64,
     /// Policy indices of the legal moves, in the network's frame, in the caller's move order.
     legal: Vec<u16>,
 }
@@ -82,7 +90,59 @@ impl Query {
             .iter()
             .map(|&mv| policy::index_for(mv, turn).unwrap_or_else(|| panic!("move {mv} has no policy index")) as u16)
             .collect();
-        Query { input, legal }
+        Query { key: input_hash(&input), input, legal }
+    }
+}
+
+/// A 64-bit hash of a network input (FxHash's step over the floats' bits, then a finalizer).
+fn input_hash(input: &[f32]) -> u64 {
+    const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+    let mut h = input.len() as u64;
+    for pair in input.chunks(2) {
+        let word = pair.iter().fold(0u64, |w, x| (w << 32) | u64::from(x.to_bits()));
+        h = (h.rotate_left(5) ^ word).wrapping_mul(K);
+    }
+    // SplitMix64's finalizer, so that every input bit reaches every key bit.
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
+}
+
+/// The last answers, by their query's key; the oldest is dropped first.
+struct Cache {
+    capacity: usize,
+    answers: HashMap<u64, (Vec<u16>, Evaluation)>,
+    order: VecDeque<u64>,
+}
+
+impl Cache {
+    fn new(capacity: usize) -> Cache {
+        Cache { capacity, answers: HashMap::new(), order: VecDeque::new() }
+    }
+
+    /// The answer to `query` if kept (for the same legal moves in the same order).
+    fn get(&self, query: &Query) -> Option<Evaluation> {
+        let (legal, answer) = self.answers.get(&query.key)?;
+        (*legal == query.legal).then(|| answer.clone())
+    }
+
+    fn insert(&mut self, query: &Query, answer: &Evaluation) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self.answers.insert(query.key, (query.legal.clone(), answer.clone())).is_none() {
+            self.order.push_back(query.key);
+            if self.order.len() > self.capacity
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.answers.remove(&oldest);
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.answers.clear();
+        self.order.clear();
     }
 }
 
@@ -104,6 +164,8 @@ pub struct ServiceStats {
     pub batches: u64,
     /// Positions evaluated.
     pub positions: u64,
+    /// Positions answered from the cache, without a forward pass.
+    pub cached: u64,
 }
 
 struct Job {
@@ -122,6 +184,7 @@ struct Shared {
     clients: AtomicUsize,
     batches: AtomicU64,
     positions: AtomicU64,
+    cached: AtomicU64,
 }
 
 /// The inference thread and its queue.
@@ -169,6 +232,7 @@ impl InferenceService {
         ServiceStats {
             batches: self.shared.batches.load(Ordering::Relaxed),
             positions: self.shared.positions.load(Ordering::Relaxed),
+            cached: self.shared.cached.load(Ordering::Relaxed),
         }
     }
 
@@ -226,6 +290,7 @@ impl Drop for Client {
 fn serve(mut net: Network, rx: Receiver<Message>, shared: &Shared, config: ServiceConfig) -> Network {
     let mut pending: Vec<Job> = Vec::new();
     let mut next: Option<Box<Network>> = None;
+    let mut cache = Cache::new(config.cache_entries);
     let mut open = true;
     while open {
         let Ok(first) = rx.recv() else { break };
@@ -258,9 +323,10 @@ fn serve(mut net: Network, rx: Receiver<Message>, shared: &Shared, config: Servi
                 }
             }
         }
-        run(&net, &mut pending, shared, config.max_batch);
+        run(&net, &mut pending, shared, config.max_batch, &mut cache);
         if let Some(new) = next.take() {
             net = *new;
+            cache.clear();
         }
     }
     // Answer what was queued before the shutdown.
@@ -269,16 +335,27 @@ fn serve(mut net: Network, rx: Receiver<Message>, shared: &Shared, config: Servi
             pending.push(job);
         }
     }
-    run(&net, &mut pending, shared, config.max_batch);
+    run(&net, &mut pending, shared, config.max_batch, &mut cache);
     net
 }
 
-/// Evaluates the pending jobs in forward passes of at most `max_batch` and answers each.
-fn run(net: &Network, pending: &mut Vec<Job>, shared: &Shared, max_batch: usize) {
+/// Answers the pending jobs: from the cache where it can, else in forward passes of at most
+/// `max_batch`.
+fn run(net: &Network, pending: &mut Vec<Job>, shared: &Shared, max_batch: usize, cache: &mut Cache) {
     if pending.is_empty() {
         return;
     }
-    let inputs: Vec<f32> = pending.iter().flat_map(|j| &j.queries).flat_map(|q| q.input.iter().copied()).collect();
+    let kept: Vec<Vec<Option<Evaluation>>> =
+        pending.iter().map(|job| job.queries.iter().map(|q| cache.get(q)).collect()).collect();
+    let hits = kept.iter().flatten().filter(|k| k.is_some()).count();
+    shared.cached.fetch_add(hits as u64, Ordering::Relaxed);
+    let inputs: Vec<f32> = pending
+        .iter()
+        .zip(&kept)
+        .flat_map(|(job, kept)| job.queries.iter().zip(kept))
+        .filter(|(_, kept)| kept.is_none())
+        .flat_map(|(q, _)| q.input.iter().copied())
+        .collect();
     let outputs = panic::catch_unwind(AssertUnwindSafe(|| {
         let mut logits = Vec::with_capacity(inputs.len() / INPUT_SIZE * POLICY_SIZE);
         let mut wdl = Vec::with_capacity(inputs.len() / INPUT_SIZE * 3);
@@ -293,18 +370,23 @@ fn run(net: &Network, pending: &mut Vec<Job>, shared: &Shared, max_batch: usize)
     }))
     .unwrap_or_else(|panic| Err(panic_message(&panic)));
     let mut row = 0;
-    for job in pending.drain(..) {
+    for (job, kept) in pending.drain(..).zip(kept) {
         let answer = match &outputs {
             Ok((logits, wdl)) => Ok(job
                 .queries
                 .iter()
-                .map(|q| {
-                    let r = row;
-                    row += 1;
-                    Evaluation {
-                        priors: legal_softmax(&logits[r * POLICY_SIZE..(r + 1) * POLICY_SIZE], &q.legal),
-                        wdl: [wdl[3 * r], wdl[3 * r + 1], wdl[3 * r + 2]],
-                    }
+                .zip(kept)
+                .map(|(q, kept)| {
+                    kept.unwrap_or_else(|| {
+                        let r = row;
+                        row += 1;
+                        let answer = Evaluation {
+                            priors: legal_softmax(&logits[r * POLICY_SIZE..(r + 1) * POLICY_SIZE], &q.legal),
+                            wdl: [wdl[3 * r], wdl[3 * r + 1], wdl[3 * r + 2]],
+                        };
+                        cache.insert(q, &answer);
+                        answer
+                    })
                 })
                 .collect()),
             Err(message) => Err(ServiceError::Model(message.clone())),

@@ -40,7 +40,10 @@ fn each_caller_gets_its_own_answer_under_concurrency() {
     let net = tiny_net(1);
     let positions = Arc::new(sample_positions(96, 11));
     let expected: Arc<Vec<Evaluation>> = Arc::new(positions.iter().map(|(p, h)| direct(&net, p, *h)).collect());
-    let service = InferenceService::spawn(net, ServiceConfig { max_batch: 16, max_wait: Duration::from_millis(5) });
+    let service = InferenceService::spawn(
+        net,
+        ServiceConfig { max_batch: 16, max_wait: Duration::from_millis(5), cache_entries: 0 },
+    );
     let callers: Vec<_> = (0..24)
         .map(|c| {
             let client = service.client();
@@ -71,8 +74,10 @@ fn each_caller_gets_its_own_answer_under_concurrency() {
 
 #[test]
 fn a_lone_caller_does_not_wait_for_a_batch_that_cannot_fill() {
-    let service =
-        InferenceService::spawn(tiny_net(2), ServiceConfig { max_batch: 256, max_wait: Duration::from_secs(60) });
+    let service = InferenceService::spawn(
+        tiny_net(2),
+        ServiceConfig { max_batch: 256, max_wait: Duration::from_secs(60), cache_entries: 0 },
+    );
     let client = service.client();
     let (pos, history) = &sample_positions(1, 3)[0];
     let start = Instant::now();
@@ -97,8 +102,10 @@ fn a_lone_caller_does_not_wait_for_a_batch_that_cannot_fill() {
 
 #[test]
 fn shutdown_answers_queued_requests_then_refuses() {
-    let service =
-        InferenceService::spawn(tiny_net(3), ServiceConfig { max_batch: 8, max_wait: Duration::from_secs(10) });
+    let service = InferenceService::spawn(
+        tiny_net(3),
+        ServiceConfig { max_batch: 8, max_wait: Duration::from_secs(10), cache_entries: 0 },
+    );
     let client = service.client();
     let idle = service.client();
     let (pos, history) = sample_positions(1, 4)[0].clone();
@@ -116,6 +123,40 @@ fn shutdown_answers_queued_requests_then_refuses() {
     assert!(waiter.join().unwrap().is_ok(), "a request queued before shutdown was not answered");
     assert_eq!(client.evaluate(Query::new(&pos, history)), Err(ServiceError::Closed));
     drop(idle);
+}
+
+#[test]
+fn a_position_asked_again_is_answered_from_the_cache() {
+    let net = tiny_net(7);
+    let positions = sample_positions(5, 8);
+    let expected: Vec<Evaluation> = positions.iter().map(|(p, h)| direct(&net, p, *h)).collect();
+    let config = ServiceConfig { cache_entries: 3, ..ServiceConfig::default() };
+    let service = InferenceService::spawn(net, config);
+    let client = service.client();
+    let ask = |i: usize| client.evaluate(Query::new(&positions[i].0, positions[i].1)).unwrap();
+    for i in [0, 1, 0, 1] {
+        assert_close(&ask(i), &expected[i], &format!("position {i}"));
+    }
+    let stats = service.stats();
+    assert_eq!((stats.positions, stats.cached), (2, 2), "{stats:?}");
+    // Three answers are kept: after three more positions, the first is asked of the network again.
+    for i in [2, 3, 4, 0] {
+        assert_close(&ask(i), &expected[i], &format!("position {i}"));
+    }
+    let stats = service.stats();
+    assert_eq!((stats.positions, stats.cached), (6, 2), "{stats:?}");
+    // The same position with another history is another input.
+    let (pos, history) = &positions[4];
+    let other = History { repetitions: history.repetitions + 1, ..*history };
+    client.evaluate(Query::new(pos, other)).unwrap();
+    assert_eq!(service.stats().positions, 7);
+    // Or with its legal moves in another order: answered in that order.
+    let mut moves = pos.legal_moves().to_vec();
+    moves.reverse();
+    let reversed = client.evaluate(Query::with_moves(pos, *history, &moves)).unwrap();
+    let mut priors = expected[4].priors.clone();
+    priors.reverse();
+    assert_close(&reversed, &Evaluation { priors, wdl: expected[4].wdl }, "moves reversed");
 }
 
 #[test]
