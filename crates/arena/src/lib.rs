@@ -72,6 +72,7 @@ impl MatchConfig {
     pub fn plan(&self) -> MatchPlan {
         MatchPlan {
             pairs: self.games / 2,
+            played: std::collections::BTreeSet::new(),
             concurrency: 1,
             openings: Openings::Random { plies: self.opening_plies, seed: self.seed },
             game: self.game,

@@ -9,6 +9,8 @@
 //! games.
 //!
 //! ```
+//! use std::collections::BTreeSet;
+//!
 //! use xiangqi::game::GameConfig;
 //! use xqz_arena::player::{Player, SearchPlayer};
 //! use xqz_arena::records::{MatchLog, read_games};
@@ -18,6 +20,7 @@
 //! let folder = tempfile::tempdir()?;
 //! let plan = MatchPlan {
 //!     pairs: 1,
+//!     played: BTreeSet::new(),
 //!     concurrency: 1,
 //!     openings: Openings::Random { plies: 4, seed: 0 },
 //!     game: GameConfig { max_plies: Some(40), ..GameConfig::default() },
@@ -40,7 +43,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File};
 use std::io::{BufWriter, Cursor, Write};
 use std::path::{Path, PathBuf};
@@ -56,7 +59,9 @@ use xiangqi::Color;
 use xiangqi::notation::{MoveNotation, MovetextError, pgn};
 use xqz_dataset::GameResult;
 
-use crate::tournament::MatchGame;
+use crate::MatchResult;
+use crate::stats::Pentanomial;
+use crate::tournament::{MatchGame, MatchReport};
 
 /// The records folder inside an output folder.
 pub const RECORDS_DIR: &str = "eval";
@@ -158,8 +163,105 @@ pub struct GameRow {
     pub a_steps: Option<u64>,
     /// Training steps of `b`, if a checkpoint.
     pub b_steps: Option<u64>,
+    /// The pair the game belongs to, within its match.
+    pub pair: u32,
     /// `a`'s score: 1, ½ or 0.
     pub a_score: f64,
+}
+
+/// The games two players played against each other in a folder's records, pooled over every
+/// match between them (whichever of them was the match's first player), so that a match played
+/// in parts, or twice, is scored as one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pairing {
+    /// The player whose scores these are: the first player of the pairing's first game in the table.
+    pub a: String,
+    /// The other player.
+    pub b: String,
+    /// Training steps of `a`, if a checkpoint.
+    pub a_steps: Option<u64>,
+    /// Training steps of `b`, if a checkpoint.
+    pub b_steps: Option<u64>,
+    /// `a`'s wins, draws and losses, every game counted.
+    pub games: MatchResult,
+    /// `a`'s pair scores, over the pairs with both games recorded (a match cut off between the
+    /// two games of a pair leaves one game, counted in [`games`](Self::games) only).
+    pub pairs: Pentanomial,
+    /// The matches pooled.
+    pub matches: usize,
+}
+
+impl Pairing {
+    /// The totals as a match's report (no test).
+    pub fn report(&self) -> MatchReport {
+        MatchReport { games: self.games, pairs: self.pairs, sprt: None, decided_after: None }
+    }
+
+    /// The same games from `b`'s side.
+    pub fn reversed(&self) -> Pairing {
+        let mut pairs = self.pairs;
+        pairs.counts.reverse();
+        Pairing {
+            a: self.b.clone(),
+            b: self.a.clone(),
+            a_steps: self.b_steps,
+            b_steps: self.a_steps,
+            games: MatchResult { wins: self.games.losses, draws: self.games.draws, losses: self.games.wins },
+            pairs,
+            matches: self.matches,
+        }
+    }
+}
+
+/// The pairs (by number) of which `rows` hold both games with `a` as the first player and `b` as
+/// the second, in one match: what a match between them that was cut short has played already.
+pub fn finished_pairs(rows: &[GameRow], a: &str, b: &str) -> BTreeSet<u32> {
+    let mut games: BTreeMap<(&str, u32), u32> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.a == a && r.b == b) {
+        *games.entry((row.match_id.as_str(), row.pair)).or_default() += 1;
+    }
+    games.into_iter().filter(|&(_, n)| n == 2).map(|((_, pair), _)| pair).collect()
+}
+
+/// Every pairing of players in `rows` (as [`read_games`] returns them), in the order their first
+/// games appear.
+pub fn pairings(rows: &[GameRow]) -> Vec<Pairing> {
+    let mut pairings: Vec<Pairing> = Vec::new();
+    // Per pairing: its matches, and the scores of each (match, pair) so far.
+    let mut matches: Vec<BTreeMap<&str, BTreeMap<u32, Vec<f64>>>> = Vec::new();
+    for row in rows {
+        let found = pairings.iter().position(|p| (p.a == row.a && p.b == row.b) || (p.a == row.b && p.b == row.a));
+        let at = found.unwrap_or_else(|| {
+            pairings.push(Pairing {
+                a: row.a.clone(),
+                b: row.b.clone(),
+                a_steps: row.a_steps,
+                b_steps: row.b_steps,
+                games: MatchResult::default(),
+                pairs: Pentanomial::default(),
+                matches: 0,
+            });
+            matches.push(BTreeMap::new());
+            pairings.len() - 1
+        });
+        let pairing = &mut pairings[at];
+        let score = if pairing.a == row.a { row.a_score } else { 1.0 - row.a_score };
+        match score {
+            s if s >= 1.0 => pairing.games.wins += 1,
+            s if s <= 0.0 => pairing.games.losses += 1,
+            _ => pairing.games.draws += 1,
+        }
+        matches[at].entry(row.match_id.as_str()).or_default().entry(row.pair).or_default().push(score);
+    }
+    for (pairing, matches) in pairings.iter_mut().zip(&matches) {
+        pairing.matches = matches.len();
+        for scores in matches.values().flat_map(BTreeMap::values) {
+            if let [first, second] = scores[..] {
+                pairing.pairs.add_pair(first, second);
+            }
+        }
+    }
+    pairings
 }
 
 /// The records of one match, appended game by game to a folder's `eval/` records.
@@ -364,6 +466,7 @@ pub fn read_games(out: &Path) -> Result<Vec<GameRow>> {
         let steps = |name: &str| column(name).as_any().downcast_ref::<UInt64Array>().expect("checked schema").clone();
         let (ids, a, b) = (text("match_id"), text("a"), text("b"));
         let (a_steps, b_steps) = (steps("a_steps"), steps("b_steps"));
+        let pair = column("pair").as_any().downcast_ref::<UInt32Array>().expect("checked schema").clone();
         let score = column("a_score").as_any().downcast_ref::<Float64Array>().expect("checked schema").clone();
         for i in 0..batch.num_rows() {
             let opt = |s: &UInt64Array| s.is_valid(i).then(|| s.value(i));
@@ -373,6 +476,7 @@ pub fn read_games(out: &Path) -> Result<Vec<GameRow>> {
                 b: b.value(i).to_string(),
                 a_steps: opt(&a_steps),
                 b_steps: opt(&b_steps),
+                pair: pair.value(i),
                 a_score: score.value(i),
             });
         }

@@ -1,7 +1,8 @@
 //! Matches of many games between two players, several at once: paired openings with colours
 //! swapped, statistics after every pair, and an optional SPRT that ends the match early.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use rand::{Rng, SeedableRng};
@@ -78,6 +79,9 @@ impl Openings {
 pub struct MatchPlan {
     /// Pairs of games at most (each opening played with both colours).
     pub pairs: u32,
+    /// Pairs (by number) that an earlier part of this match played already: skipped, so that a
+    /// match cut short goes on with the openings the whole match would have played.
+    pub played: BTreeSet<u32>,
     /// Games played at once (each thread plays whole pairs with its own players).
     pub concurrency: usize,
     /// The openings.
@@ -152,15 +156,16 @@ pub fn run_match(
     b: &PlayerFactory<'_>,
     mut on_game: impl FnMut(&MatchGame, &MatchReport),
 ) -> Result<MatchReport, PlayerError> {
-    let next = AtomicU32::new(0);
+    let todo: Vec<u32> = (0..plan.pairs).filter(|pair| !plan.played.contains(pair)).collect();
+    let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let mut report = MatchReport::default();
     let (tx, rx) = mpsc::channel::<Result<[MatchGame; 2], PlayerError>>();
     let mut failure = None;
     std::thread::scope(|scope| {
-        for _ in 0..plan.concurrency.clamp(1, plan.pairs.max(1) as usize) {
+        for _ in 0..plan.concurrency.clamp(1, todo.len().max(1)) {
             let tx = tx.clone();
-            let (next, stop) = (&next, &stop);
+            let (next, stop, todo) = (&next, &stop, &todo);
             scope.spawn(move || {
                 let players = a().and_then(|pa| Ok((pa, b()?)));
                 let (mut pa, mut pb) = match players {
@@ -171,10 +176,9 @@ pub fn run_match(
                     }
                 };
                 while !stop.load(Ordering::Relaxed) {
-                    let pair = next.fetch_add(1, Ordering::Relaxed);
-                    if pair >= plan.pairs {
+                    let Some(&pair) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         break;
-                    }
+                    };
                     let games = [Color::Red, Color::Black]
                         .map(|first| play_pair_game(plan, pair, first, pa.as_mut(), pb.as_mut()));
                     if tx.send(Ok(games)).is_err() {

@@ -13,13 +13,14 @@ use arrow_schema::{DataType, Field, Schema};
 use xiangqi::Color;
 use xiangqi::game::{Game, GameConfig, Outcome};
 use xqz_arena::player::{Player, SearchPlayer};
-use xqz_arena::records::{MatchLog, RecordsError, read_games};
+use xqz_arena::records::{MatchLog, RecordsError, finished_pairs, pairings, read_games};
 use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings, run_match};
 use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
 
 fn plan(pairs: u32, seed: u64) -> MatchPlan {
     MatchPlan {
         pairs,
+        played: std::collections::BTreeSet::new(),
         concurrency: 2,
         openings: Openings::Random { plies: 4, seed },
         game: GameConfig { max_plies: Some(40), ..GameConfig::default() },
@@ -84,6 +85,17 @@ fn an_interrupted_match_keeps_its_games() {
     let rows = read_games(dir.path()).unwrap();
     assert_eq!(rows.len(), 3);
     assert_eq!((rows[2].a.as_str(), rows[2].a_score), ("uniform", 1.0));
+    // Pooled, the lone game counts as a game (a loss of material's) but not as a pair.
+    let pooled = pairings(&rows);
+    assert_eq!(pooled.len(), 1);
+    let first = &pooled[0];
+    assert_eq!((first.a.as_str(), first.b.as_str(), first.matches), ("material", "uniform", 2));
+    assert_eq!((first.games.games(), first.pairs.pairs()), (3, 1));
+    let points = rows[..2].iter().map(|r| r.a_score).sum::<f64>();
+    assert_eq!(first.pairs.score() * 2.0, points);
+    assert_eq!(f64::from(first.games.wins) + f64::from(first.games.draws) / 2.0, points);
+    let lost = rows[..2].iter().filter(|r| r.a_score == 0.0).count() as u32;
+    assert_eq!(first.games.losses, lost + 1);
 }
 
 #[test]
@@ -138,4 +150,37 @@ fn a_file_of_other_columns_is_refused() {
         forfeit: None,
     };
     assert!(matches!(log.append(&lost), Err(RecordsError::Schema { .. })));
+}
+
+#[test]
+fn a_match_cut_short_goes_on_with_the_pairs_it_had_not_played() {
+    let search = SearchConfig::default();
+    let material = || Ok(Box::new(SearchPlayer::new("material", MaterialEvaluator, 8, search)) as Box<dyn Player>);
+    let uniform = || Ok(Box::new(SearchPlayer::new("uniform", UniformEvaluator, 8, search)) as Box<dyn Player>);
+    let play = |out: &Path, played: std::collections::BTreeSet<u32>| {
+        let mut log = MatchLog::open(out, "material", "uniform", None, None).unwrap();
+        let plan = MatchPlan { played, ..plan(4, 3) };
+        let mut games = Vec::new();
+        run_match(&plan, &material, &uniform, |game, _| {
+            log.append(game).unwrap();
+            games.push((game.pair, game.first == Color::Red, game.start.to_string(), game.moves.clone()));
+        })
+        .unwrap();
+        games
+    };
+    let (whole, parts) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut expected = play(whole.path(), Default::default());
+    // Cut short with pairs 1 and 3 done (the threads finish pairs out of order), then gone on
+    // with: the second part plays pairs 0 and 2 only.
+    let mut games = play(parts.path(), [0, 2].into());
+    let done = finished_pairs(&read_games(parts.path()).unwrap(), "material", "uniform");
+    assert_eq!(done, [1, 3].into());
+    assert!(finished_pairs(&read_games(parts.path()).unwrap(), "uniform", "material").is_empty());
+    let rest = play(parts.path(), done);
+    assert_eq!(rest.iter().map(|g| g.0).collect::<std::collections::BTreeSet<_>>(), [0, 2].into());
+    games.extend(rest);
+    games.sort();
+    expected.sort();
+    assert_eq!(games, expected, "the parts played the whole match's games");
+    assert_eq!(finished_pairs(&read_games(parts.path()).unwrap(), "material", "uniform"), [0, 1, 2, 3].into());
 }

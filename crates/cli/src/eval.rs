@@ -1,5 +1,6 @@
-//! `xqz eval`: matches (`eval_match.rs`, the full build's), a ladder that rates every player of a
-//! folder's games jointly, and a run folder's plots.
+//! `xqz eval`: matches (`eval_match.rs`, the full build's), a folder's games pooled by pairing
+//! (`results.rs`), a ladder that rates every player of a folder's games jointly, and a run
+//! folder's plots.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +17,17 @@ pub enum EvalCommand {
     /// Rate every player in a folder's match games jointly (Bradley-Terry) and plot Elo
     /// against training steps.
     Ladder(LadderArgs),
+    /// Every pairing of a folder's match games pooled over its matches (a match played in
+    /// parts scores as one): W/D/L, pair counts, Elo with its 95% interval, LOS.
+    Results {
+        /// The folder whose `eval/games.arrow` holds the games.
+        #[arg(long)]
+        run: PathBuf,
+        /// One JSON object per pairing, one per line (the fields of `xqz eval match --json` up
+        /// to `sprt`, which is null, and `matches`), instead of the lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Plot a run folder's curves now, as `xqz run` does when it stops: `losses.svg` and
     /// `strength.svg` (Elo against the anchor over hours).
     Plot {
@@ -60,6 +72,10 @@ pub fn run(command: EvalCommand) -> Result<ExitCode> {
             for line in done {
                 println!("{line}");
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        EvalCommand::Results { run, json } => {
+            crate::results::pooled(&run, json)?;
             Ok(ExitCode::SUCCESS)
         }
         EvalCommand::Ladder(args) => {

@@ -2,6 +2,7 @@
 //! paired openings, Elo, LOS and SPRT; each game appended to a PGN-like listing and to an Arrow
 //! table.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use xiangqi::game::{GameConfig, Ruleset};
 use xqz_arena::player::{EnginePlayer, Player, PlayerError, SearchPlayer};
-use xqz_arena::records::MatchLog;
+use xqz_arena::records::{MatchLog, finished_pairs, read_games};
 use xqz_arena::stats::{EloModel, Sprt, SprtState};
 use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings};
 use xqz_arena::uci::{EngineConfig, Limit};
@@ -33,6 +34,12 @@ pub struct MatchArgs {
     /// Pairs of games (each opening with both colours).
     #[arg(long, default_value_t = 50)]
     pairs: u32,
+    /// Go on with a match that was cut short: the pairs of which `--out` holds both games between
+    /// these players, in this order, are not played again. Give the match's own `--pairs`,
+    /// `--seed` and settings, and the rest play the openings the whole match would have; the
+    /// summary adds a line for the whole match (as `xqz eval results` pools it).
+    #[arg(long, conflicts_with = "sprt")]
+    resume: bool,
     /// Games played at once.
     #[arg(long, default_value_t = 2)]
     concurrency: usize,
@@ -224,78 +231,6 @@ fn parse_sprt(text: &str) -> Result<Sprt> {
     Ok(Sprt { elo0, elo1, alpha, beta, model })
 }
 
-/// A match's result as one JSON object, for other tools.
-fn report_json(a: &str, b: &str, report: &MatchReport, sprt: Option<&Sprt>, log: &MatchLog) -> serde_json::Value {
-    use crate::ladder::finite;
-    let (elo, nelo) = (report.pairs.elo(), report.pairs.normalized_elo());
-    let sprt = sprt.map(|sprt| {
-        let (lower, upper) = sprt.bounds();
-        serde_json::json!({
-            "elo0": sprt.elo0,
-            "elo1": sprt.elo1,
-            "model": sprt.model.to_string(),
-            "llr": finite(sprt.llr(&report.pairs)),
-            "lower": lower,
-            "upper": upper,
-            "state": report.sprt.unwrap_or(SprtState::Continue).to_string(),
-            "decided_after_pairs": report.decided_after,
-        })
-    });
-    let terminations: serde_json::Map<String, serde_json::Value> =
-        log.terminations().map(|(reason, count)| (reason.to_string(), count.into())).collect();
-    serde_json::json!({
-        "a": a,
-        "b": b,
-        "games": report.games.games(),
-        "wins": report.games.wins,
-        "draws": report.games.draws,
-        "losses": report.games.losses,
-        "score": report.games.score(),
-        "pairs": report.pairs.counts,
-        "elo": { "elo": finite(elo.elo), "lower": finite(elo.lower), "upper": finite(elo.upper) },
-        "nelo": { "elo": finite(nelo.elo), "lower": finite(nelo.lower), "upper": finite(nelo.upper) },
-        "los": elo.los,
-        "sprt": sprt,
-        "terminations": terminations,
-        "records": log.dir().display().to_string(),
-    })
-}
-
-fn summary(report: &MatchReport, sprt: Option<&Sprt>) -> String {
-    let elo = report.pairs.elo();
-    let nelo = report.pairs.normalized_elo();
-    let mut text = format!(
-        "{} games: +{} ={} -{} | score {:.1}% | pairs {:?} | Elo {:+.1} [{:+.1}, {:+.1}] | nElo {:+.1} [{:+.1}, {:+.1}] | LOS {:.1}%",
-        report.games.games(),
-        report.games.wins,
-        report.games.draws,
-        report.games.losses,
-        100.0 * report.games.score(),
-        report.pairs.counts,
-        elo.elo,
-        elo.lower,
-        elo.upper,
-        nelo.elo,
-        nelo.lower,
-        nelo.upper,
-        100.0 * elo.los
-    );
-    if let (Some(sprt), Some(state)) = (sprt, report.sprt) {
-        let (lower, upper) = sprt.bounds();
-        text.push_str(&format!(
-            " | SPRT({}, {}, {}) LLR {:.2} [{lower:.2}, {upper:.2}] {state}",
-            sprt.elo0,
-            sprt.elo1,
-            sprt.model,
-            sprt.llr(&report.pairs)
-        ));
-        if let Some(pairs) = report.decided_after {
-            text.push_str(&format!(" after {pairs} pairs"));
-        }
-    }
-    text
-}
-
 /// Plays the match; returns the SPRT's decision when there is a test.
 fn run_eval_match(args: &MatchArgs) -> Result<Option<SprtState>> {
     anyhow::ensure!(args.pairs > 0, "--pairs must be positive");
@@ -309,19 +244,25 @@ fn run_eval_match(args: &MatchArgs) -> Result<Option<SprtState>> {
     };
     let a = Prepared::parse(&args.a, args)?;
     let b = Prepared::parse(&args.b, args)?;
+    let (a_name, b_name) = (a.label(&args.a), b.label(&args.b));
+    let played = if args.resume { finished_pairs(&read_games(&args.out)?, &a_name, &b_name) } else { BTreeSet::new() };
     let plan = MatchPlan {
         pairs: args.pairs,
+        played,
         concurrency: args.concurrency,
         openings,
         game: GameConfig { ruleset: args.ruleset, max_plies: Some(args.max_plies), ..GameConfig::default() },
         sprt,
     };
-    let (a_name, b_name) = (a.label(&args.a), b.label(&args.b));
     let mut log = MatchLog::open(&args.out, &a_name, &b_name, a.steps(), b.steps())?;
     if !args.json {
+        let resumed = match plan.played.len() {
+            0 => String::new(),
+            n => format!(" ({n} of its pairs played already)"),
+        };
         println!(
-            "{a_name} vs {b_name}: up to {} games, {} at once; records in {}",
-            2 * args.pairs,
+            "{a_name} vs {b_name}: up to {} games{resumed}, {} at once; records in {}",
+            2 * (args.pairs as usize - plan.played.iter().filter(|&&p| p < args.pairs).count()),
             args.concurrency,
             log.dir().display()
         );
@@ -341,16 +282,37 @@ fn run_eval_match(args: &MatchArgs) -> Result<Option<SprtState>> {
         &mut log,
         |game: &MatchGame, report: &MatchReport| {
             if game.first == xiangqi::Color::Black && !args.json {
-                println!("pair {}: {}", report.pairs.pairs(), summary(report, plan.sprt.as_ref()));
+                println!("pair {}: {}", report.pairs.pairs(), results::summary(report, plan.sprt.as_ref()));
             }
         },
     )?;
+    let whole = if args.resume { results::pairing(&args.out, &a_name, &b_name)? } else { None };
     if args.json {
-        println!("{}", report_json(&a_name, &b_name, &report, plan.sprt.as_ref(), &log));
+        let mut json = results::report_json(&a_name, &b_name, &report, plan.sprt.as_ref());
+        let terminations: serde_json::Map<String, serde_json::Value> =
+            log.terminations().map(|(reason, count)| (reason.to_string(), count.into())).collect();
+        json["terminations"] = terminations.into();
+        json["records"] = log.dir().display().to_string().into();
+        if let Some(whole) = whole {
+            json["whole"] = results::pairing_json(&whole);
+        }
+        println!("{json}");
     } else {
-        println!("final: {}", summary(&report, plan.sprt.as_ref()));
+        println!("final: {}", results::summary(&report, plan.sprt.as_ref()));
         for (reason, count) in log.terminations() {
             println!("  {count:>5} {reason}");
+        }
+        if let Some(whole) = whole {
+            println!("whole match ({} parts): {}", whole.matches, results::summary(&whole.report(), None));
+        }
+        for (name, player) in [(&a_name, &a), (&b_name, &b)] {
+            if let Prepared::Net { service, .. } = player {
+                let stats = service.stats();
+                println!(
+                    "{name}: {} positions in {} forward passes, {} more answered from the cache",
+                    stats.positions, stats.batches, stats.cached
+                );
+            }
         }
     }
     Ok(plan.sprt.map(|_| report.sprt.unwrap_or(SprtState::Continue)))

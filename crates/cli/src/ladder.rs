@@ -7,37 +7,21 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use xqz_arena::records::read_games;
+use xqz_arena::records::{Pairing, pairings, read_games};
 use xqz_arena::stats::{Encounter, fit_bradley_terry};
 
 /// A rated player's name and training steps (if a checkpoint).
-pub(crate) type Entrant = (String, Option<u64>);
-
-/// Games between two entrants: the first's wins, draws and losses.
-pub(crate) type Games = (Entrant, Entrant, u32, u32, u32);
-
-/// Every game of a folder's table.
-pub(crate) fn games(run: &Path) -> Result<Vec<Games>> {
-    let mut games = Vec::new();
-    for row in read_games(run)? {
-        let (w, d, l) = match row.a_score {
-            s if s >= 1.0 => (1, 0, 0),
-            s if s <= 0.0 => (0, 0, 1),
-            _ => (0, 1, 0),
-        };
-        games.push(((row.a, row.a_steps), (row.b, row.b_steps), w, d, l));
-    }
-    Ok(games)
-}
+type Entrant = (String, Option<u64>);
 
 /// Rates every player of `run`'s games, one line per player (a JSON object per line with
 /// `json`), and plots the checkpoints against training steps.
 pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>, json: bool) -> Result<()> {
-    let games = games(run)?;
-    anyhow::ensure!(!games.is_empty(), "no games in {} (eval/games.arrow)", run.display());
+    let pairings = pairings(&read_games(run)?);
+    anyhow::ensure!(!pairings.is_empty(), "no games in {} (eval/games.arrow)", run.display());
     // Players ordered by training steps (untrained and external players last), so the anchor at 0
     // is the least trained checkpoint.
-    let mut entrants: Vec<Entrant> = games.iter().flat_map(|g| [g.0.clone(), g.1.clone()]).collect();
+    let mut entrants: Vec<Entrant> =
+        pairings.iter().flat_map(|p| [(p.a.clone(), p.a_steps), (p.b.clone(), p.b_steps)]).collect();
     entrants.sort_by(|x, y| (x.1.is_none(), x.1, &x.0).cmp(&(y.1.is_none(), y.1, &y.0)));
     entrants.dedup_by(|x, y| x.0 == y.0);
     if let Some(anchor) = anchor {
@@ -50,7 +34,7 @@ pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>, json: bool) -> Re
     }
     // Ratings mean something only between players that games connect, directly or through
     // others: those the anchor's games never reach are left out, and said so.
-    let reached = connected(&games, &entrants[0].0);
+    let reached = connected(&pairings, &entrants[0].0);
     let (entrants, apart): (Vec<Entrant>, Vec<Entrant>) = entrants.into_iter().partition(|e| reached.contains(&e.0));
     if !apart.is_empty() {
         let names: Vec<&str> = apart.iter().map(|e| e.0.as_str()).collect();
@@ -61,21 +45,19 @@ pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>, json: bool) -> Re
             names.join(", ")
         );
     }
-    let games: Vec<&Games> = games.iter().filter(|g| reached.contains(&g.0.0)).collect();
     let index: BTreeMap<&str, usize> = entrants.iter().enumerate().map(|(i, e)| (e.0.as_str(), i)).collect();
-    let mut met: BTreeMap<(usize, usize), Encounter> = BTreeMap::new();
+    let mut encounters = Vec::new();
     let mut played = vec![0u32; entrants.len()];
-    for &(a, b, w, d, l) in &games {
-        let (i, j) = (index[a.0.as_str()], index[b.0.as_str()]);
-        if i == j {
+    for p in pairings.iter().filter(|p| reached.contains(&p.a)) {
+        let (first, second) = (index[p.a.as_str()], index[p.b.as_str()]);
+        if first == second {
             continue;
         }
-        let e = met.entry((i, j)).or_insert(Encounter { first: i, second: j, ..Encounter::default() });
-        (e.wins, e.draws, e.losses) = (e.wins + w, e.draws + d, e.losses + l);
-        played[i] += w + d + l;
-        played[j] += w + d + l;
+        let games = &p.games;
+        encounters.push(Encounter { first, second, wins: games.wins, draws: games.draws, losses: games.losses });
+        played[first] += games.games();
+        played[second] += games.games();
     }
-    let encounters: Vec<Encounter> = met.into_values().collect();
     let ratings = fit_bradley_terry(entrants.len(), &encounters, prior_draws);
     if json {
         for (i, (name, steps)) in entrants.iter().enumerate() {
@@ -112,14 +94,14 @@ pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>, json: bool) -> Re
 }
 
 /// The players that games connect to `anchor`, directly or through others, the anchor included.
-fn connected(games: &[Games], anchor: &str) -> std::collections::BTreeSet<String> {
+fn connected(pairings: &[Pairing], anchor: &str) -> std::collections::BTreeSet<String> {
     let mut reached = std::collections::BTreeSet::from([anchor.to_string()]);
     loop {
         let before = reached.len();
-        for g in games {
-            if reached.contains(&g.0.0) || reached.contains(&g.1.0) {
-                reached.insert(g.0.0.clone());
-                reached.insert(g.1.0.clone());
+        for p in pairings {
+            if reached.contains(&p.a) || reached.contains(&p.b) {
+                reached.insert(p.a.clone());
+                reached.insert(p.b.clone());
             }
         }
         if reached.len() == before {
@@ -139,12 +121,16 @@ mod tests {
 
     #[test]
     fn only_players_that_games_connect_to_the_anchor_are_rated_together() {
-        let player = |name: &str| (name.to_string(), None);
-        let games: Vec<Games> = vec![
-            (player("a"), player("b"), 1, 0, 0),
-            (player("b"), player("c"), 0, 1, 0),
-            (player("x"), player("y"), 2, 0, 0),
-        ];
+        let game = |a: &str, b: &str, a_score: f64| xqz_arena::records::GameRow {
+            match_id: format!("{a}-{b}"),
+            a: a.to_string(),
+            b: b.to_string(),
+            a_steps: None,
+            b_steps: None,
+            pair: 0,
+            a_score,
+        };
+        let games = pairings(&[game("a", "b", 1.0), game("b", "c", 0.5), game("x", "y", 1.0), game("y", "x", 0.0)]);
         let reached: Vec<String> = connected(&games, "c").into_iter().collect();
         assert_eq!(reached, ["a", "b", "c"]);
         assert_eq!(connected(&games, "y").len(), 2);

@@ -21,7 +21,6 @@ mod model;
 #[cfg(feature = "torch")]
 mod pipeline;
 mod plot;
-#[cfg(feature = "torch")]
 mod results;
 #[cfg(feature = "torch")]
 mod selfplay;

@@ -286,9 +286,9 @@ mod tests {
 
         // The ladder takes each game once (strength.csv's matches are in the table) and rates the
         // tracker's players and eval's together, the anchor at 0.
-        let games = crate::ladder::games(run.path()).unwrap();
-        assert_eq!(games.iter().map(|g| g.2 + g.3 + g.4).sum::<u32>(), 6);
-        let mut players: Vec<&str> = games.iter().flat_map(|g| [g.0.0.as_str(), g.1.0.as_str()]).collect();
+        let pairings = xqz_arena::records::pairings(&read_games(run.path()).unwrap());
+        assert_eq!(pairings.iter().map(|p| p.games.games()).sum::<u32>(), 6);
+        let mut players: Vec<&str> = pairings.iter().flat_map(|p| [p.a.as_str(), p.b.as_str()]).collect();
         players.sort_unstable();
         players.dedup();
         assert_eq!(players, ["material@4", "material@8", "uniform@8", "v1", "v2"]);

@@ -232,3 +232,85 @@ fn an_sprt_stops_a_lopsided_match_and_the_ladder_rates_the_players() {
     let error = String::from_utf8_lossy(&unknown.stderr);
     assert!(!unknown.status.success() && error.contains("no player \"material\""), "{error}");
 }
+
+#[test]
+fn a_match_cut_short_goes_on_from_its_pairs_and_its_parts_score_as_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (whole, parts) = (dir.path().join("whole"), dir.path().join("parts"));
+    let matched = |out: &Path, a: &str, b: &str, extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["eval", "match", "--a", a, "--b", b, "--playouts", "16", "--max-plies", "60"];
+        args.extend_from_slice(&["--seed", "5", "--concurrency", "1", "--json", "--out", out.to_str().unwrap()]);
+        args.extend_from_slice(extra);
+        serde_json::from_slice(&xqz(&args).stdout).unwrap()
+    };
+    let report = matched(&whole, "material", "uniform", &["--pairs", "3"]);
+    // The same match cut short after its first pair, then gone on with.
+    matched(&parts, "material", "uniform", &["--pairs", "1"]);
+    let rest = matched(&parts, "material", "uniform", &["--pairs", "3", "--resume"]);
+    assert_eq!(rest["games"], 4, "{rest}");
+    // Gone on with once more, it has nothing left to play.
+    let done = matched(&parts, "material", "uniform", &["--pairs", "3", "--resume"]);
+    assert_eq!(done["games"], 0, "{done}");
+    // The parts played the whole match's openings, and so (the players being deterministic) its
+    // games.
+    let games = |dir: &Path| -> Vec<(u32, String, String, String)> {
+        let mut games = Vec::new();
+        for batch in read_table(dir) {
+            let pair = batch.column_by_name("pair").unwrap().as_any().downcast_ref::<UInt32Array>().unwrap();
+            for i in 0..batch.num_rows() {
+                let [color, start, moves] =
+                    ["a_color", "start_fen", "moves"].map(|c| text(&batch, c).value(i).to_string());
+                games.push((pair.value(i), color, start, moves));
+            }
+        }
+        games.sort();
+        games
+    };
+    assert_eq!(games(&parts), games(&whole));
+    assert_eq!(games(&whole).iter().map(|g| g.0).collect::<Vec<_>>(), [0, 0, 1, 1, 2, 2]);
+
+    let results = |dir: &Path| -> Vec<serde_json::Value> {
+        let out = xqz(&["eval", "results", "--run", dir.to_str().unwrap(), "--json"]);
+        String::from_utf8_lossy(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    // One match's pooled result is that match's own report; two parts of it, the same.
+    // The report of a resumed match adds the whole match's.
+    let fields = ["a", "b", "games", "wins", "draws", "losses", "score", "pairs", "elo", "nelo", "los"];
+    for (dir, matches) in [(&whole, 1), (&parts, 2)] {
+        let pooled = results(dir);
+        assert_eq!(pooled.len(), 1, "{pooled:?}");
+        assert_eq!(pooled[0]["matches"], matches, "{pooled:?}");
+        for field in fields {
+            assert_eq!(pooled[0][field], report[field], "{field} of {}: {pooled:?} against {report}", dir.display());
+            assert_eq!(done["whole"][field], report[field], "{field}: {done} against {report}");
+        }
+    }
+    // A match the other way round joins the pairing, its scores turned to the first player's.
+    let reverse = matched(&parts, "uniform", "material", &["--pairs", "1"]);
+    let pooled = results(&parts);
+    assert_eq!(pooled.len(), 1, "{pooled:?}");
+    assert_eq!((pooled[0]["a"].as_str(), pooled[0]["matches"].as_u64()), (Some("material@16"), Some(3)));
+    for (won, lost) in [("wins", "losses"), ("draws", "draws"), ("losses", "wins")] {
+        let sum = report[won].as_u64().unwrap() + reverse[lost].as_u64().unwrap();
+        assert_eq!(pooled[0][won].as_u64(), Some(sum), "{won}: {pooled:?}");
+    }
+    let pairs =
+        |v: &serde_json::Value| v["pairs"].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).collect::<Vec<_>>();
+    let mut expected = pairs(&report);
+    for (i, n) in pairs(&reverse).iter().enumerate() {
+        expected[4 - i] += n;
+    }
+    assert_eq!(pairs(&pooled[0]), expected);
+    // The lines: one per pairing.
+    let lines = xqz(&["eval", "results", "--run", parts.to_str().unwrap()]);
+    let lines = String::from_utf8_lossy(&lines.stdout);
+    assert!(lines.starts_with("material@16 vs uniform@16 (3 matches): 8 games:"), "{lines}");
+
+    // A folder without games is refused, and so is a test over a resumed match (it would count
+    // only the part).
+    let empty = xqz_status(&["eval", "results", "--run", dir.path().to_str().unwrap()]);
+    assert!(!empty.status.success() && String::from_utf8_lossy(&empty.stderr).contains("no games in"));
+    let tested = xqz_status(&["eval", "match", "--a", "material", "--b", "uniform", "--resume", "--sprt", "0,10"]);
+    let error = String::from_utf8_lossy(&tested.stderr);
+    assert!(!tested.status.success() && error.contains("--resume") && error.contains("--sprt"), "{error}");
+}
