@@ -92,6 +92,14 @@ pub struct MatchPlan {
     pub sprt: Option<Sprt>,
 }
 
+impl MatchPlan {
+    /// The pairs (by number) this plan plays: those below [`pairs`](Self::pairs) not
+    /// [`played`](Self::played) already.
+    pub fn to_play(&self) -> Vec<u32> {
+        (0..self.pairs).filter(|pair| !self.played.contains(pair)).collect()
+    }
+}
+
 /// One finished game of a match.
 #[derive(Clone, Debug)]
 pub struct MatchGame {
@@ -156,7 +164,7 @@ pub fn run_match(
     b: &PlayerFactory<'_>,
     mut on_game: impl FnMut(&MatchGame, &MatchReport),
 ) -> Result<MatchReport, PlayerError> {
-    let todo: Vec<u32> = (0..plan.pairs).filter(|pair| !plan.played.contains(pair)).collect();
+    let todo = plan.to_play();
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let mut report = MatchReport::default();

@@ -256,13 +256,14 @@ fn run_eval_match(args: &MatchArgs) -> Result<Option<SprtState>> {
     };
     let mut log = MatchLog::open(&args.out, &a_name, &b_name, a.steps(), b.steps())?;
     if !args.json {
-        let resumed = match plan.played.len() {
+        let to_play = plan.to_play().len();
+        let resumed = match args.pairs as usize - to_play {
             0 => String::new(),
             n => format!(" ({n} of its pairs played already)"),
         };
         println!(
             "{a_name} vs {b_name}: up to {} games{resumed}, {} at once; records in {}",
-            2 * (args.pairs as usize - plan.played.iter().filter(|&&p| p < args.pairs).count()),
+            2 * to_play,
             args.concurrency,
             log.dir().display()
         );
