@@ -61,7 +61,7 @@ use xqz_dataset::GameResult;
 
 use crate::MatchResult;
 use crate::stats::Pentanomial;
-use crate::tournament::{MatchGame, MatchReport};
+use crate::tournament::{MatchGame, MatchPlan, MatchReport, opening_name};
 
 /// The records folder inside an output folder.
 pub const RECORDS_DIR: &str = "eval";
@@ -165,6 +165,8 @@ pub struct GameRow {
     pub b_steps: Option<u64>,
     /// The pair the game belongs to, within its match.
     pub pair: u32,
+    /// The opening it started from ([`opening_name`]).
+    pub opening: String,
     /// `a`'s score: 1, ½ or 0.
     pub a_score: f64,
 }
@@ -214,11 +216,16 @@ impl Pairing {
 }
 
 /// The pairs (by number) of which `rows` hold both games with `a` as the first player and `b` as
-/// the second, in one match: what a match between them that was cut short has played already.
-pub fn finished_pairs(rows: &[GameRow], a: &str, b: &str) -> BTreeSet<u32> {
+/// the second, in one match, from the opening `plan` gives the pair: what a match between them
+/// under `plan` that was cut short has played already. Games of a match from other openings
+/// (another seed or suite) do not count.
+pub fn finished_pairs(rows: &[GameRow], a: &str, b: &str, plan: &MatchPlan) -> BTreeSet<u32> {
+    let mut openings: BTreeMap<u32, String> = BTreeMap::new();
     let mut games: BTreeMap<(&str, u32), u32> = BTreeMap::new();
     for row in rows.iter().filter(|r| r.a == a && r.b == b) {
-        *games.entry((row.match_id.as_str(), row.pair)).or_default() += 1;
+        if row.opening == *openings.entry(row.pair).or_insert_with(|| plan.opening(row.pair)) {
+            *games.entry((row.match_id.as_str(), row.pair)).or_default() += 1;
+        }
     }
     games.into_iter().filter(|&(_, n)| n == 2).map(|((_, pair), _)| pair).collect()
 }
@@ -468,6 +475,9 @@ pub fn read_games(out: &Path) -> Result<Vec<GameRow>> {
         let (a_steps, b_steps) = (steps("a_steps"), steps("b_steps"));
         let pair = column("pair").as_any().downcast_ref::<UInt32Array>().expect("checked schema").clone();
         let score = column("a_score").as_any().downcast_ref::<Float64Array>().expect("checked schema").clone();
+        let (starts, moves) = (text("start_fen"), text("moves"));
+        let opening_plies =
+            column("opening_plies").as_any().downcast_ref::<UInt32Array>().expect("checked schema").clone();
         for i in 0..batch.num_rows() {
             let opt = |s: &UInt64Array| s.is_valid(i).then(|| s.value(i));
             rows.push(GameRow {
@@ -477,6 +487,10 @@ pub fn read_games(out: &Path) -> Result<Vec<GameRow>> {
                 a_steps: opt(&a_steps),
                 b_steps: opt(&b_steps),
                 pair: pair.value(i),
+                opening: opening_name(
+                    starts.value(i),
+                    moves.value(i).split_whitespace().take(opening_plies.value(i) as usize),
+                ),
                 a_score: score.value(i),
             });
         }

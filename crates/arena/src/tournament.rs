@@ -98,6 +98,24 @@ impl MatchPlan {
     pub fn to_play(&self) -> Vec<u32> {
         (0..self.pairs).filter(|pair| !self.played.contains(pair)).collect()
     }
+
+    /// The opening pair `pair` starts from, named as [`opening_name`] names it.
+    pub fn opening(&self, pair: u32) -> String {
+        let game = self.openings.game(pair, self.game);
+        opening_name(&game.start().to_string(), game.moves().map(|mv| mv.to_string()))
+    }
+}
+
+/// An opening's name in the records: its start position's FEN and its moves, as a UCI `position`
+/// command gives them, so that two games started from the same opening whatever seed or suite
+/// line drew it.
+pub fn opening_name<S: AsRef<str>>(start: &str, moves: impl IntoIterator<Item = S>) -> String {
+    let mut name = format!("fen {start} moves");
+    for mv in moves {
+        name.push(' ');
+        name.push_str(mv.as_ref());
+    }
+    name
 }
 
 /// One finished game of a match.

@@ -157,9 +157,9 @@ fn a_match_cut_short_goes_on_with_the_pairs_it_had_not_played() {
     let search = SearchConfig::default();
     let material = || Ok(Box::new(SearchPlayer::new("material", MaterialEvaluator, 8, search)) as Box<dyn Player>);
     let uniform = || Ok(Box::new(SearchPlayer::new("uniform", UniformEvaluator, 8, search)) as Box<dyn Player>);
-    let play = |out: &Path, played: std::collections::BTreeSet<u32>| {
+    let play_seed = |out: &Path, seed: u64, played: std::collections::BTreeSet<u32>| {
         let mut log = MatchLog::open(out, "material", "uniform", None, None).unwrap();
-        let plan = MatchPlan { played, ..plan(4, 3) };
+        let plan = MatchPlan { played, ..plan(4, seed) };
         let mut games = Vec::new();
         run_match(&plan, &material, &uniform, |game, _| {
             log.append(game).unwrap();
@@ -168,19 +168,28 @@ fn a_match_cut_short_goes_on_with_the_pairs_it_had_not_played() {
         .unwrap();
         games
     };
+    let play = |out: &Path, played| play_seed(out, 3, played);
     let (whole, parts) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let mut expected = play(whole.path(), Default::default());
     // Cut short with pairs 1 and 3 done (the threads finish pairs out of order), then gone on
     // with: the second part plays pairs 0 and 2 only.
     let mut games = play(parts.path(), [0, 2].into());
-    let done = finished_pairs(&read_games(parts.path()).unwrap(), "material", "uniform");
+    let done = finished_pairs(&read_games(parts.path()).unwrap(), "material", "uniform", &plan(4, 3));
     assert_eq!(done, [1, 3].into());
-    assert!(finished_pairs(&read_games(parts.path()).unwrap(), "uniform", "material").is_empty());
+    assert!(finished_pairs(&read_games(parts.path()).unwrap(), "uniform", "material", &plan(4, 3)).is_empty());
+    // The same players' match from other openings (another seed) in the same folder played
+    // pairs 0 to 3 of its own: none of them is a pair of this match.
+    let other = play_seed(parts.path(), 4, Default::default());
+    assert_eq!(other.len(), 8);
+    let rows = read_games(parts.path()).unwrap();
+    assert_eq!(finished_pairs(&rows, "material", "uniform", &plan(4, 3)), done);
+    assert_eq!(finished_pairs(&rows, "material", "uniform", &plan(4, 4)), [0, 1, 2, 3].into());
     let rest = play(parts.path(), done);
+    let rows = read_games(parts.path()).unwrap();
     assert_eq!(rest.iter().map(|g| g.0).collect::<std::collections::BTreeSet<_>>(), [0, 2].into());
     games.extend(rest);
     games.sort();
     expected.sort();
     assert_eq!(games, expected, "the parts played the whole match's games");
-    assert_eq!(finished_pairs(&read_games(parts.path()).unwrap(), "material", "uniform"), [0, 1, 2, 3].into());
+    assert_eq!(finished_pairs(&rows, "material", "uniform", &plan(4, 3)), [0, 1, 2, 3].into());
 }

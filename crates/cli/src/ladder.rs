@@ -128,6 +128,7 @@ mod tests {
             a_steps: None,
             b_steps: None,
             pair: 0,
+            opening: String::new(),
             a_score,
         };
         let games = pairings(&[game("a", "b", 1.0), game("b", "c", 0.5), game("x", "y", 1.0), game("y", "x", 0.0)]);
