@@ -107,8 +107,8 @@ impl MatchPlan {
 }
 
 /// An opening's name in the records: its start position's FEN and its moves, as a UCI `position`
-/// command gives them, so that two games started from the same opening whatever seed or suite
-/// line drew it.
+/// command gives them. Two games from the same opening have the same name, whichever seed or
+/// suite line drew it, and games from different openings have different names.
 pub fn opening_name<S: AsRef<str>>(start: &str, moves: impl IntoIterator<Item = S>) -> String {
     let mut name = format!("fen {start} moves");
     for mv in moves {
