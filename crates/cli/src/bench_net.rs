@@ -94,21 +94,45 @@ pub fn bench_net(args: &NetArgs) -> Result<()> {
         fields
     };
     let positions = sample_positions(1024, 1);
+    let fast = xqz_net::InferenceNet::new(&net);
+    let flops = xqz_net::inference::flops_per_position(&config) as f64;
+    // The reference in the same run: libtorch's own matrix product at a size that reaches the
+    // CPU's (or device's) practical peak.
+    let peak = sgemm_gflops(device, duration);
+    out.measurement(
+        || format!("reference: sgemm {SGEMM_SIZE}x{SGEMM_SIZE} through libtorch: {peak:.1} GFLOP/s"),
+        with_setup(json!({"bench": "net", "measurement": "sgemm", "size": SGEMM_SIZE, "gflops": peak})),
+    );
     let mut batch_128 = None;
     for &batch in &args.batches {
-        let rate = raw_throughput(&net, &positions, batch, duration);
-        out.measurement(
-            || format!("raw batch {batch:>4}: {rate:>10.0} positions/s"),
-            with_setup(json!({"bench": "net", "measurement": "raw", "batch": batch, "positions_per_s": rate})),
-        );
-        if batch == 128 {
-            batch_128 = Some(rate);
+        for (graph, rate) in [
+            ("inference", raw_throughput(|x| fast.predict_batch(x), &positions, batch, duration)),
+            ("training", raw_throughput(|x| net.predict_batch(x), &positions, batch, duration)),
+        ] {
+            let gflops = rate * flops / 1e9;
+            out.measurement(
+                || {
+                    format!(
+                        "raw batch {batch:>4}, {graph:>9} graph: {rate:>8.0} positions/s, {gflops:>6.1} GFLOP/s, \
+                         {:>3.0}% of sgemm",
+                        100.0 * gflops / peak
+                    )
+                },
+                with_setup(json!({
+                    "bench": "net", "measurement": "raw", "graph": graph, "batch": batch,
+                    "positions_per_s": rate, "gflops": gflops, "share_of_sgemm": gflops / peak,
+                })),
+            );
+            if batch == 128 && graph == "inference" {
+                batch_128 = Some(rate);
+            }
         }
     }
     let service = ServiceConfig {
         max_batch: args.max_batch,
         max_wait: Duration::from_secs_f64(args.max_wait_ms / 1000.0),
         cache_entries: 0,
+        threads: 0,
     };
     let (measured, _) = service_throughput(net, &positions, args.callers, service, duration);
     let share = batch_128.map(|raw| measured.positions_per_second / raw);
@@ -132,6 +156,27 @@ pub fn bench_net(args: &NetArgs) -> Result<()> {
         })),
     );
     Ok(())
+}
+
+/// Rows and columns of the reference matrix product.
+const SGEMM_SIZE: i64 = 1024;
+
+/// GFLOP/s of libtorch's float32 matrix product of two `SGEMM_SIZE` square matrices on `device`,
+/// over about `duration`.
+fn sgemm_gflops(device: xqz_net::Device, duration: Duration) -> f64 {
+    let _guard = tch::no_grad_guard();
+    let options = (tch::Kind::Float, device);
+    let (a, b) =
+        (tch::Tensor::randn([SGEMM_SIZE, SGEMM_SIZE], options), tch::Tensor::randn([SGEMM_SIZE, SGEMM_SIZE], options));
+    let _ = a.matmul(&b).sum(tch::Kind::Float).double_value(&[]);
+    let start = std::time::Instant::now();
+    let mut products = 0u32;
+    while start.elapsed() < duration || products == 0 {
+        // Reading one value back waits for the device.
+        let _ = a.matmul(&b).get(0).get(0).double_value(&[]);
+        products += 1;
+    }
+    2.0 * (SGEMM_SIZE as f64).powi(3) * f64::from(products) / start.elapsed().as_secs_f64() / 1e9
 }
 
 /// CPU seconds (user + system) of a `/proc/.../stat` file.
@@ -189,19 +234,25 @@ pub fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
     let report = play_into(dir.path(), &play, service.client(), &run, |_| {})?;
     let (process_after, inference_after, threads) = cpu_split()?;
     let stats = &report.stats;
-    let busy = stats.elapsed.as_secs_f64() * play.threads as f64;
-    let outside_calls = 1.0 - stats.evaluator_time.as_secs_f64() / busy.max(1e-9);
+    let thread_time = stats.elapsed.as_secs_f64() * play.threads as f64;
+    let outside_calls = 1.0 - stats.evaluator_time.as_secs_f64() / thread_time.max(1e-9);
     let (process, inference) = (process_after - process_before, inference_after - inference_before);
     let outside_cpu = (process - inference) / process.max(1e-9);
     let secs = stats.elapsed.as_secs_f64().max(1e-9);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    // The share of every core's time this process kept busy, not only the search threads'.
+    let busy = process / (secs * cores as f64);
     args.output.measurement(
         || {
             format!(
-                "{stats}\nsearch threads: {:.1}% of their wall time outside evaluator calls (searching, encoding, \
-                 writing)\nCPU: {process:.1}s in all, {inference:.1}s network evaluation ({threads} inference \
-                 threads), {:.1}% outside it (search, rules, encoding, data)",
+                "{stats}\npositions (moves) per second: {:.1}\nsearch threads: {:.1}% of their wall time outside \
+                 evaluator calls (searching, encoding, writing)\nCPU: {process:.1}s in all, {inference:.1}s network \
+                 evaluation ({threads} inference threads), {:.1}% outside it (search, rules, encoding, data); \
+                 {:.1}% busy of {cores} cores",
+                stats.moves as f64 / secs,
                 100.0 * outside_calls,
-                100.0 * outside_cpu
+                100.0 * outside_cpu,
+                100.0 * busy
             )
         },
         json!({
@@ -225,6 +276,8 @@ pub fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
             "inference_cpu_s": inference,
             "inference_threads": threads,
             "cpu_share_outside_inference": outside_cpu,
+            "cores": cores,
+            "busy_share_of_cores": busy,
         }),
     );
     Ok(())

@@ -73,6 +73,14 @@ impl Evaluator for NetEvaluator {
     fn evaluate(&mut self, games: &[&xiangqi::game::Game]) -> Result<Vec<xqz_mcts::Evaluation>, EvalError> {
         Evaluator::evaluate(&mut self.client, games)
     }
+
+    fn submit(&mut self, games: &[&xiangqi::game::Game]) -> xqz_mcts::Pending {
+        Evaluator::submit(&mut self.client, games)
+    }
+
+    fn batches_in_flight(&self) -> usize {
+        self.client.batches_in_flight()
+    }
 }
 
 fn load(options: &Options) -> Result<Box<dyn Evaluator>, String> {

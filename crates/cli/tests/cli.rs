@@ -92,17 +92,26 @@ fn bench_net_prints_raw_and_service_throughput() {
     let text = stdout(&out);
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("model tiny (2 blocks x 16 channels"), "{text}");
-    for (line, batch) in lines[1..3].iter().zip([1, 8]) {
-        let rate: f64 = line
-            .strip_prefix(&format!("raw batch {batch:>4}:"))
-            .and_then(|r| r.trim().strip_suffix(" positions/s"))
-            .unwrap_or_else(|| panic!("{line}"))
-            .trim()
-            .parse()
-            .unwrap();
-        assert!(rate > 0.0);
+    let sgemm: f64 = lines[1]
+        .strip_prefix("reference: sgemm 1024x1024 through libtorch: ")
+        .and_then(|r| r.strip_suffix(" GFLOP/s"))
+        .unwrap_or_else(|| panic!("{text}"))
+        .parse()
+        .unwrap();
+    assert!(sgemm > 0.0);
+    let rows = [(1, "inference"), (1, "training"), (8, "inference"), (8, "training")];
+    for (line, (batch, graph)) in lines[2..6].iter().zip(rows) {
+        let rest =
+            line.strip_prefix(&format!("raw batch {batch:>4}, {graph:>9} graph:")).unwrap_or_else(|| panic!("{line}"));
+        let fields: Vec<&str> = rest.split(',').map(str::trim).collect();
+        let number = |field: &str, unit: &str| -> f64 {
+            field.strip_suffix(unit).unwrap_or_else(|| panic!("{line}")).trim().parse().unwrap()
+        };
+        let (rate, gflops) = (number(fields[0], "positions/s"), number(fields[1], "GFLOP/s"));
+        assert!(rate > 0.0 && gflops > 0.0, "{line}");
+        assert!(fields[2].ends_with("% of sgemm"), "{line}");
     }
-    assert!(lines[3].starts_with("service, 4 callers:") && lines[3].contains("mean batch"), "{text}");
+    assert!(lines[6].starts_with("service, 4 callers:") && lines[6].contains("mean batch"), "{text}");
 }
 
 /// The JSON lines of a `--json` benchmark, each checked to name `bench` and `measurement`.
@@ -118,20 +127,39 @@ fn json_lines(out: &Output) -> Vec<serde_json::Value> {
 fn bench_net_json_prints_one_object_per_measurement() {
     let args = ["bench", "net", "--model", "tiny", "--device", "cpu", "--batches", "1,128", "--callers", "4"];
     let lines = json_lines(&xqz(&[&args[..], &["--seconds", "0.2", "--json"]].concat()));
-    let kinds: Vec<(&str, Option<u64>)> =
-        lines.iter().map(|l| (l["measurement"].as_str().unwrap(), l["batch"].as_u64())).collect();
-    assert_eq!(kinds, [("raw", Some(1)), ("raw", Some(128)), ("service", None)]);
-    for l in &lines {
+    let kinds: Vec<(&str, Option<u64>, Option<&str>)> =
+        lines.iter().map(|l| (l["measurement"].as_str().unwrap(), l["batch"].as_u64(), l["graph"].as_str())).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("sgemm", None, None),
+            ("raw", Some(1), Some("inference")),
+            ("raw", Some(1), Some("training")),
+            ("raw", Some(128), Some("inference")),
+            ("raw", Some(128), Some("training")),
+            ("service", None, None)
+        ]
+    );
+    let sgemm = lines[0]["gflops"].as_f64().unwrap();
+    for raw in &lines[1..5] {
+        let gflops = raw["gflops"].as_f64().unwrap();
+        // GFLOP/s are positions/s times the operations of one forward pass of tiny.
+        let flops = xqz_net::inference::flops_per_position(&xqz_net::ModelConfig::builtin("tiny").unwrap()) as f64;
+        assert!((gflops - raw["positions_per_s"].as_f64().unwrap() * flops / 1e9).abs() < 1e-6 * gflops, "{raw}");
+        assert!((raw["share_of_sgemm"].as_f64().unwrap() - gflops / sgemm).abs() < 1e-9, "{raw}");
+    }
+    let lines = &lines[1..];
+    for l in lines {
         assert_eq!(
             (l["bench"].as_str(), l["model"].as_str(), l["device"].as_str()),
             (Some("net"), Some("tiny"), Some("Cpu"))
         );
         assert!(l["positions_per_s"].as_f64().unwrap() > 0.0 && l["parameters"].as_u64().unwrap() > 0, "{l}");
     }
-    let service = &lines[2];
+    let service = &lines[4];
     assert_eq!(service["callers"], 4);
     let share = service["share_of_raw_128"].as_f64().unwrap();
-    let expected = service["positions_per_s"].as_f64().unwrap() / lines[1]["positions_per_s"].as_f64().unwrap();
+    let expected = service["positions_per_s"].as_f64().unwrap() / lines[2]["positions_per_s"].as_f64().unwrap();
     assert!((share - expected).abs() < 1e-9 && service["mean_batch"].as_f64().unwrap() >= 1.0, "{service}");
 }
 
@@ -149,6 +177,9 @@ fn bench_selfplay_json_counts_the_games_it_played() {
     assert!(moves > 0.0 && moves <= 24.0, "two games of at most 12 plies: {l}");
     assert!((l["moves_per_s"].as_f64().unwrap() - moves / secs).abs() < 1e-6 * moves / secs, "{l}");
     assert!(l["mean_batch"].as_f64().unwrap() >= 1.0, "{l}");
+    let busy = l["busy_share_of_cores"].as_f64().unwrap();
+    let cores = l["cores"].as_f64().unwrap();
+    assert!(busy > 0.0 && (busy - l["cpu_s"].as_f64().unwrap() / (secs * cores)).abs() < 1e-9, "{l}");
 }
 
 #[test]

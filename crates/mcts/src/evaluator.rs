@@ -23,11 +23,83 @@ pub struct EvalError(pub String);
 pub trait Evaluator {
     /// One answer per game, in order.
     fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError>;
+
+    /// Hands over positions without waiting for their answers, so that the caller can walk
+    /// other trees while the network works ([`Pending::wait`] gives the answers). An evaluator
+    /// that runs on the caller's thread answers at once, which is the default.
+    ///
+    /// ```
+    /// use xiangqi::game::Game;
+    /// use xqz_mcts::{Evaluator, UniformEvaluator};
+    ///
+    /// let game = Game::new(Default::default());
+    /// let pending = UniformEvaluator.submit(&[&game, &game]);
+    /// assert_eq!(pending.wait()?.len(), 2);
+    /// # Ok::<(), xqz_mcts::EvalError>(())
+    /// ```
+    fn submit(&mut self, games: &[&Game]) -> Pending {
+        Pending::ready(self.evaluate(games))
+    }
+
+    /// How many batches a caller should keep in flight: one more than the batches the evaluator
+    /// works on at once, so that one is always ready for it while the caller fills the next.
+    /// An evaluator that answers on the caller's thread has nothing to overlap (1, the default).
+    fn batches_in_flight(&self) -> usize {
+        1
+    }
 }
 
 impl<E: Evaluator + ?Sized> Evaluator for &mut E {
     fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
         (**self).evaluate(games)
+    }
+
+    fn submit(&mut self, games: &[&Game]) -> Pending {
+        (**self).submit(games)
+    }
+
+    fn batches_in_flight(&self) -> usize {
+        (**self).batches_in_flight()
+    }
+}
+
+/// Answers that [`Evaluator::submit`] has asked for: there already, or on their way.
+#[must_use = "the answers are lost unless waited for"]
+pub struct Pending(PendingAnswers);
+
+type Answers = Result<Vec<Evaluation>, EvalError>;
+
+enum PendingAnswers {
+    Ready(Answers),
+    Later(Box<dyn FnOnce() -> Answers + Send>),
+}
+
+impl Pending {
+    /// Answers already there.
+    pub fn ready(answers: Result<Vec<Evaluation>, EvalError>) -> Pending {
+        Pending(PendingAnswers::Ready(answers))
+    }
+
+    /// Answers that `wait` blocks for.
+    pub fn later(wait: impl FnOnce() -> Result<Vec<Evaluation>, EvalError> + Send + 'static) -> Pending {
+        Pending(PendingAnswers::Later(Box::new(wait)))
+    }
+
+    /// The answers, once they are there.
+    pub fn wait(self) -> Result<Vec<Evaluation>, EvalError> {
+        match self.0 {
+            PendingAnswers::Ready(answers) => answers,
+            PendingAnswers::Later(wait) => wait(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self.0 {
+            PendingAnswers::Ready(_) => "Pending(ready)",
+            PendingAnswers::Later(_) => "Pending(later)",
+        })
     }
 }
 

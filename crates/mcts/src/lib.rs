@@ -23,7 +23,7 @@ mod selfplay;
 mod settings;
 mod tree;
 
-pub use evaluator::{EvalError, Evaluation, Evaluator, MaterialEvaluator, UniformEvaluator};
+pub use evaluator::{EvalError, Evaluation, Evaluator, MaterialEvaluator, Pending, UniformEvaluator};
 pub use openings::{OpeningSuite, SuiteError};
 pub use search::{search, search_until};
 pub use selfplay::{

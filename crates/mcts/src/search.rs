@@ -1,7 +1,7 @@
 //! Searching one tree to a number of playouts, in evaluator batches of up to
 //! `leaves_per_batch` leaves.
 
-use crate::evaluator::{EvalError, Evaluation, Evaluator};
+use crate::evaluator::{EvalError, Evaluation, Evaluator, Pending};
 use crate::tree::{PendingLeaf, SearchConfig, Selection, Tree, temper};
 
 /// Collects up to `limit` leaves of `tree` to evaluate (fewer on a collision); terminal
@@ -28,8 +28,22 @@ pub(crate) fn evaluate_leaves<E: Evaluator + ?Sized>(
     leaves: &[PendingLeaf],
     config: &SearchConfig,
 ) -> Result<Vec<Evaluation>, EvalError> {
+    checked_answers(submit_leaves(evaluator, leaves).wait()?, leaves, config)
+}
+
+/// Hands leaves to the evaluator without waiting for the answers.
+pub(crate) fn submit_leaves<E: Evaluator + ?Sized>(evaluator: &mut E, leaves: &[PendingLeaf]) -> Pending {
     let games: Vec<_> = leaves.iter().map(|l| &l.game).collect();
-    let mut evaluations = evaluator.evaluate(&games)?;
+    evaluator.submit(&games)
+}
+
+/// The evaluator's answers for `leaves`, checked to fit them, with their priors tempered by the
+/// config's policy temperature.
+pub(crate) fn checked_answers(
+    mut evaluations: Vec<Evaluation>,
+    leaves: &[PendingLeaf],
+    config: &SearchConfig,
+) -> Result<Vec<Evaluation>, EvalError> {
     if evaluations.len() != leaves.len() {
         return Err(EvalError(format!("{} answers for {} positions", evaluations.len(), leaves.len())));
     }

@@ -16,9 +16,9 @@ use rand_chacha::ChaCha8Rng;
 use xiangqi::game::{Game, GameConfig};
 use xiangqi::{Color, Move};
 
-use crate::evaluator::{EvalError, Evaluator};
+use crate::evaluator::{EvalError, Evaluator, Pending};
 use crate::openings::OpeningSuite;
-use crate::search::{collect_leaves, evaluate_leaves};
+use crate::search::{checked_answers, collect_leaves, submit_leaves};
 use crate::settings::PlaySettings;
 use crate::tree::{PendingLeaf, RootStats, SearchConfig, Tree};
 
@@ -400,8 +400,70 @@ impl Slot {
     }
 }
 
+/// Games of one thread that share evaluator batches, and the batch of theirs on its way.
+#[derive(Default)]
+struct Group {
+    slots: Vec<Slot>,
+    /// The leaves submitted, and the index in `slots` of each one's game.
+    leaves: Vec<PendingLeaf>,
+    owners: Vec<usize>,
+    /// Their answers, and the config they were asked under.
+    pending: Option<(Pending, Arc<SelfPlayConfig>)>,
+}
+
+impl Group {
+    /// Expands the answers to the submitted leaves, if any, then moves where searches are done;
+    /// hands each finished game to `on_game`.
+    fn receive(&mut self, stats: &mut SelfPlayStats, on_game: &mut impl FnMut(SelfPlayGame)) -> Result<(), EvalError> {
+        if let Some((pending, config)) = self.pending.take() {
+            let start = Instant::now();
+            let answers = pending.wait();
+            stats.evaluator_time += start.elapsed();
+            let evaluations = checked_answers(answers?, &self.leaves, &config.search)?;
+            for ((leaf, evaluation), &owner) in self.leaves.drain(..).zip(&evaluations).zip(&self.owners) {
+                self.slots[owner].tree.expand(leaf, evaluation);
+            }
+        }
+        let mut i = 0;
+        while i < self.slots.len() {
+            match self.slots[i].advance() {
+                Some(game) => {
+                    stats.moves += game.plies.len() as u64;
+                    stats.games += 1;
+                    on_game(game);
+                    self.slots.swap_remove(i);
+                }
+                None => i += 1,
+            }
+        }
+        Ok(())
+    }
+
+    /// Collects the next leaves of every game and hands them to the evaluator.
+    fn submit<E: Evaluator + ?Sized>(
+        &mut self,
+        evaluator: &mut E,
+        config: Arc<SelfPlayConfig>,
+        stats: &mut SelfPlayStats,
+    ) {
+        self.leaves.clear();
+        self.owners.clear();
+        for (i, slot) in self.slots.iter_mut().enumerate() {
+            let before = self.leaves.len();
+            collect_leaves(&mut slot.tree, &slot.config.search, slot.target, &mut self.leaves);
+            self.owners.extend(std::iter::repeat_n(i, self.leaves.len() - before));
+        }
+        if !self.leaves.is_empty() {
+            stats.batches += 1;
+            stats.evaluations += self.leaves.len() as u64;
+            self.pending = Some((submit_leaves(evaluator, &self.leaves), config));
+        }
+    }
+}
+
 /// Plays the games whose indices `next_index` hands out (until it returns `None` or `stop` is
-/// set), `games_per_thread` of the current config at a time, on this thread.
+/// set), `games_per_thread` of the current config at a time, on this thread, in as many groups
+/// as the evaluator takes batches in flight ([`Evaluator::batches_in_flight`]).
 fn play_games<E: Evaluator + ?Sized>(
     evaluator: &mut E,
     live: &LiveConfig,
@@ -410,48 +472,29 @@ fn play_games<E: Evaluator + ?Sized>(
     mut on_game: impl FnMut(SelfPlayGame),
 ) -> Result<SelfPlayStats, EvalError> {
     let mut stats = SelfPlayStats::default();
-    let mut slots: Vec<Slot> = Vec::new();
-    let mut leaves: Vec<PendingLeaf> = Vec::new();
-    let mut owners: Vec<usize> = Vec::new();
+    // While the evaluator works on some groups' leaves, the thread walks the others' trees.
+    let n = evaluator.batches_in_flight().max(1);
+    let mut groups: Vec<Group> = (0..n).map(|_| Group::default()).collect();
     loop {
-        let config = live.current();
-        while slots.len() < config.games_per_thread.max(1) && !stop.load(Ordering::Relaxed) && !live.is_closed() {
-            match next_index() {
-                Some(index) => slots.push(Slot::new(config.clone(), index)),
-                None => break,
-            }
-        }
-        if slots.is_empty() || stop.load(Ordering::Relaxed) {
-            return Ok(stats);
-        }
-        leaves.clear();
-        owners.clear();
-        for (i, slot) in slots.iter_mut().enumerate() {
-            let before = leaves.len();
-            collect_leaves(&mut slot.tree, &slot.config.search, slot.target, &mut leaves);
-            owners.extend(std::iter::repeat_n(i, leaves.len() - before));
-        }
-        if !leaves.is_empty() {
-            let start = Instant::now();
-            let evaluations = evaluate_leaves(evaluator, &leaves, &config.search)?;
-            stats.evaluator_time += start.elapsed();
-            stats.batches += 1;
-            stats.evaluations += leaves.len() as u64;
-            for ((leaf, evaluation), &owner) in leaves.drain(..).zip(&evaluations).zip(&owners) {
-                slots[owner].tree.expand(leaf, evaluation);
-            }
-        }
-        let mut i = 0;
-        while i < slots.len() {
-            match slots[i].advance() {
-                Some(game) => {
-                    stats.moves += game.plies.len() as u64;
-                    stats.games += 1;
-                    on_game(game);
-                    slots.swap_remove(i);
+        for (g, group) in groups.iter_mut().enumerate() {
+            group.receive(&mut stats, &mut on_game)?;
+            let config = live.current();
+            let games = config.games_per_thread.max(1);
+            // This group's share of the thread's games (the first groups take the remainder).
+            let share = games / n + usize::from(g < games % n);
+            while group.slots.len() < share && !stop.load(Ordering::Relaxed) && !live.is_closed() {
+                match next_index() {
+                    Some(index) => group.slots.push(Slot::new(config.clone(), index)),
+                    None => break,
                 }
-                None => i += 1,
             }
+            if stop.load(Ordering::Relaxed) {
+                return Ok(stats);
+            }
+            group.submit(evaluator, config, &mut stats);
+        }
+        if groups.iter().all(|g| g.slots.is_empty()) {
+            return Ok(stats);
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The search as a player: finds mates, avoids a forbidden perpetual, counts its playouts, and
 //! self-play games replay exactly from their seeds.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rand::SeedableRng;
@@ -10,8 +10,8 @@ use rand_chacha::ChaCha8Rng;
 use xiangqi::game::{Game, GameConfig, Reason};
 use xiangqi::{Move, Position};
 use xqz_mcts::{
-    EvalError, Evaluation, Evaluator, MaterialEvaluator, OpeningSuite, RootStats, SearchConfig, SelfPlayConfig, Tree,
-    UniformEvaluator, replay, search, search_until, self_play,
+    EvalError, Evaluation, Evaluator, MaterialEvaluator, OpeningSuite, Pending, RootStats, SearchConfig,
+    SelfPlayConfig, Tree, UniformEvaluator, replay, search, search_until, self_play,
 };
 
 fn game(fen: &str, moves: &str) -> Game {
@@ -541,6 +541,53 @@ fn a_share_of_self_play_games_start_from_the_suite() {
     // Without a suite the share means nothing.
     let no_suite = SelfPlayConfig { opening_share: 1.0, ..short_config() };
     assert!(starts(&no_suite).iter().all(|fen| fen == xiangqi::START_FEN));
+}
+
+/// The material evaluator behind a queue: answers are computed only when waited for, and it
+/// asks for three batches in flight, as the inference service does.
+#[derive(Clone)]
+struct Deferred {
+    in_flight: Arc<AtomicUsize>,
+    most_in_flight: Arc<AtomicUsize>,
+}
+
+impl Evaluator for Deferred {
+    fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
+        self.submit(games).wait()
+    }
+
+    fn submit(&mut self, games: &[&Game]) -> Pending {
+        let games: Vec<Game> = games.iter().map(|&g| g.clone()).collect();
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most_in_flight.fetch_max(now, Ordering::SeqCst);
+        let in_flight = Arc::clone(&self.in_flight);
+        Pending::later(move || {
+            in_flight.fetch_sub(1, Ordering::SeqCst);
+            MaterialEvaluator.evaluate(&games.iter().collect::<Vec<_>>())
+        })
+    }
+
+    fn batches_in_flight(&self) -> usize {
+        3
+    }
+}
+
+#[test]
+fn games_played_with_batches_in_flight_are_the_games_played_one_batch_at_a_time() {
+    let config = SelfPlayConfig { games_per_thread: 7, threads: 1, ..short_config() };
+    let deferred = Deferred { in_flight: Arc::default(), most_in_flight: Arc::default() };
+    let games = Mutex::new(Vec::new());
+    let stats =
+        self_play(&config, deferred.clone(), 9, &AtomicBool::new(false), |g| games.lock().unwrap().push(g)).unwrap();
+    assert_eq!(stats.games, 9);
+    // A thread's seven games went in three groups, whose batches were waited for in turn.
+    assert_eq!(deferred.most_in_flight.load(Ordering::SeqCst), 3);
+    for g in games.into_inner().unwrap() {
+        // Each game alone, with answers given at once, plays the same moves after the same searches.
+        let again = replay(&config, &mut MaterialEvaluator, g.index).unwrap();
+        assert_eq!(again.game.moves().collect::<Vec<_>>(), g.game.moves().collect::<Vec<_>>(), "game {}", g.index);
+        assert_eq!(again.plies, g.plies, "game {}", g.index);
+    }
 }
 
 fn assert_games_replay_from_their_seeds(config: &SelfPlayConfig) {

@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use xiangqi::game::{Game, GameConfig};
 
 use crate::encoding::{self, History, INPUT_SIZE};
-use crate::model::Network;
+use crate::model::{BatchPrediction, Network};
 use crate::service::{InferenceService, Query, ServiceConfig, ServiceStats};
 
 /// Game positions from seeded random play, with their histories, as benchmark and test inputs.
@@ -35,10 +35,12 @@ pub fn sample_positions(count: usize, seed: u64) -> Vec<(xiangqi::Position, Hist
     out
 }
 
-/// Positions per second of `net` alone at one batch size: forward pass and copy of the outputs to
-/// the host, on inputs encoded beforehand, repeated for about `duration`.
+/// Positions per second of a network alone at one batch size (`predict`: the training graph's
+/// [`Network::predict_batch`] or the inference graph's
+/// [`InferenceNet::predict_batch`](crate::InferenceNet::predict_batch)): forward pass and copy of
+/// the outputs to the host, on inputs encoded beforehand, repeated for about `duration`.
 pub fn raw_throughput(
-    net: &Network,
+    predict: impl Fn(&[f32]) -> Result<BatchPrediction, tch::TchError>,
     positions: &[(xiangqi::Position, History)],
     batch: usize,
     duration: Duration,
@@ -48,11 +50,11 @@ pub fn raw_throughput(
         let (pos, history) = &positions[i % positions.len()];
         encoding::encode_position(pos, *history, chunk);
     }
-    net.predict_batch(&inputs).expect("warm-up pass");
+    predict(&inputs).expect("warm-up pass");
     let start = Instant::now();
     let mut evaluated = 0;
     while start.elapsed() < duration {
-        net.predict_batch(&inputs).expect("forward pass");
+        predict(&inputs).expect("forward pass");
         evaluated += batch;
     }
     evaluated as f64 / start.elapsed().as_secs_f64()

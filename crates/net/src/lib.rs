@@ -29,6 +29,8 @@ pub mod config;
 pub mod device;
 pub mod encoding;
 #[cfg(feature = "torch")]
+pub mod inference;
+#[cfg(feature = "torch")]
 pub mod model;
 pub mod policy;
 #[cfg(feature = "torch")]
@@ -41,6 +43,8 @@ pub use checkpoint::{CheckpointError, CheckpointInfo, CheckpointMeta};
 pub use config::{ConfigError, ModelConfig, TrainConfig};
 #[cfg(feature = "torch")]
 pub use device::{DeviceError, parse_device};
+#[cfg(feature = "torch")]
+pub use inference::InferenceNet;
 #[cfg(feature = "torch")]
 pub use model::{BatchPrediction, Network, Prediction};
 #[cfg(feature = "torch")]

@@ -27,11 +27,14 @@ const SQUARES: i64 = (HEIGHT * WIDTH) as i64;
 /// a seeded initialisation is not interleaved with another thread's.
 static INIT: Mutex<()> = Mutex::new(());
 
+/// Epsilon of every batch normalisation (libtorch's default), which the inference graph folds in.
+pub(crate) const BN_EPS: f64 = 1e-5;
+
 /// A convolution without bias followed by batch normalisation.
 #[derive(Debug)]
-struct ConvBn {
-    conv: nn::Conv2D,
-    bn: nn::BatchNorm,
+pub(crate) struct ConvBn {
+    pub(crate) conv: nn::Conv2D,
+    pub(crate) bn: nn::BatchNorm,
 }
 
 impl ConvBn {
@@ -39,7 +42,7 @@ impl ConvBn {
         let config = nn::ConvConfig { padding: kernel / 2, bias: false, ..Default::default() };
         ConvBn {
             conv: nn::conv2d(&p / "conv", inputs, outputs, kernel, config),
-            bn: nn::batch_norm2d(&p / "bn", outputs, Default::default()),
+            bn: nn::batch_norm2d(&p / "bn", outputs, nn::BatchNormConfig { eps: BN_EPS, ..Default::default() }),
         }
     }
 
@@ -50,9 +53,9 @@ impl ConvBn {
 
 /// Squeeze-excitation: per-channel gates computed from the channels' board averages.
 #[derive(Debug)]
-struct SqueezeExcite {
-    reduce: nn::Linear,
-    expand: nn::Linear,
+pub(crate) struct SqueezeExcite {
+    pub(crate) reduce: nn::Linear,
+    pub(crate) expand: nn::Linear,
 }
 
 impl SqueezeExcite {
@@ -72,10 +75,10 @@ impl SqueezeExcite {
 }
 
 #[derive(Debug)]
-struct ResidualBlock {
-    first: ConvBn,
-    second: ConvBn,
-    se: Option<SqueezeExcite>,
+pub(crate) struct ResidualBlock {
+    pub(crate) first: ConvBn,
+    pub(crate) second: ConvBn,
+    pub(crate) se: Option<SqueezeExcite>,
 }
 
 impl ResidualBlock {
@@ -114,13 +117,13 @@ pub struct BatchPrediction {
 pub struct Network {
     vs: nn::VarStore,
     config: ModelConfig,
-    stem: ConvBn,
-    tower: Vec<ResidualBlock>,
-    policy_conv: ConvBn,
-    policy_fc: nn::Linear,
-    value_conv: ConvBn,
-    value_hidden: nn::Linear,
-    value_out: nn::Linear,
+    pub(crate) stem: ConvBn,
+    pub(crate) tower: Vec<ResidualBlock>,
+    pub(crate) policy_conv: ConvBn,
+    pub(crate) policy_fc: nn::Linear,
+    pub(crate) value_conv: ConvBn,
+    pub(crate) value_hidden: nn::Linear,
+    pub(crate) value_out: nn::Linear,
 }
 
 impl Network {

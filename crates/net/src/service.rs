@@ -1,12 +1,17 @@
-//! Batched inference: one thread owns the network on its device; any number of [`Client`]s submit
-//! positions and get back priors over their legal moves and a win/draw/loss estimate.
+//! Batched inference: inference threads own the network on its device; any number of
+//! [`Client`]s submit positions and get back priors over their legal moves and a win/draw/loss
+//! estimate.
 //!
-//! A batch is sent to the network when it reaches `max_batch` positions, when `max_wait` has passed
-//! since its first position arrived, or at once when every live client is already waiting (no
-//! position can arrive that would fill it). A position asked again while its answer is among the
-//! last `cache_entries` is answered without a forward pass (as lc0's NN cache does): a search that
-//! starts a fresh tree each move asks again for much of the last move's tree. Dropping or [`InferenceService::shutdown`] answers the
-//! queued requests, stops the thread and makes later requests fail with [`ServiceError::Closed`].
+//! A batch is sent to the network when it reaches `max_batch` positions, when `max_wait` has
+//! passed since its first position arrived, or at once when half the live clients are waiting:
+//! the other half then fill the next batch while the network works on this one, and a client
+//! that keeps several submissions in flight ([`Client::submit_many`]) overlaps its own search
+//! with the network. On the CPU there is one inference thread per libtorch thread, each running
+//! its batches single-threaded beside the others ([`ServiceConfig::threads`]). A position asked
+//! again while its answer is among the last `cache_entries` is answered without a forward pass
+//! (as lc0's NN cache does): a search that starts a fresh tree each move asks again for much of
+//! the last move's tree. Dropping or [`InferenceService::shutdown`] answers the queued requests,
+//! stops the threads and makes later requests fail with [`ServiceError::Closed`].
 //!
 //! ```
 //! use xqz_net::service::{InferenceService, Query, ServiceConfig};
@@ -24,9 +29,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
@@ -36,8 +41,9 @@ use xiangqi::{Move, Position};
 pub use xqz_mcts::Evaluation;
 
 use crate::encoding::{self, History, INPUT_SIZE};
+use crate::inference::InferenceNet;
 use crate::model::Network;
-use crate::policy::{self, POLICY_SIZE};
+use crate::policy;
 
 /// When batches are sent to the network.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -49,11 +55,15 @@ pub struct ServiceConfig {
     /// Answers kept to answer a position asked again without a forward pass (0: none), the
     /// oldest dropped first; about 300 bytes each.
     pub cache_entries: usize,
+    /// Inference threads, each running its own batches with its own copy of the weights (0: one
+    /// per libtorch thread on the CPU, one on CUDA). On the CPU they share libtorch's threads
+    /// ([`tch::get_num_threads`] when the service starts) between them.
+    pub threads: usize,
 }
 
 impl Default for ServiceConfig {
     fn default() -> ServiceConfig {
-        ServiceConfig { max_batch: 256, max_wait: Duration::from_millis(2), cache_entries: 1 << 16 }
+        ServiceConfig { max_batch: 256, max_wait: Duration::from_millis(2), cache_entries: 1 << 16, threads: 0 }
     }
 }
 
@@ -108,27 +118,38 @@ fn input_hash(input: &[f32]) -> u64 {
     h ^ (h >> 31)
 }
 
-/// The last answers, by their query's key; the oldest is dropped first.
+/// The last answers of one model, by their query's key; the oldest is dropped first.
 struct Cache {
     capacity: usize,
+    /// The model generation the answers come from.
+    generation: u64,
     answers: HashMap<u64, (Vec<u16>, Evaluation)>,
     order: VecDeque<u64>,
 }
 
 impl Cache {
     fn new(capacity: usize) -> Cache {
-        Cache { capacity, answers: HashMap::new(), order: VecDeque::new() }
+        Cache { capacity, generation: 0, answers: HashMap::new(), order: VecDeque::new() }
     }
 
-    /// The answer to `query` if kept (for the same legal moves in the same order).
-    fn get(&self, query: &Query) -> Option<Evaluation> {
+    /// The answer of model `generation` to `query` if kept (for the same legal moves in the
+    /// same order).
+    fn get(&self, query: &Query, generation: u64) -> Option<Evaluation> {
+        if generation != self.generation {
+            return None;
+        }
         let (legal, answer) = self.answers.get(&query.key)?;
         (*legal == query.legal).then(|| answer.clone())
     }
 
-    fn insert(&mut self, query: &Query, answer: &Evaluation) {
-        if self.capacity == 0 {
+    /// Keeps an answer of model `generation`; the answers of older models go.
+    fn insert(&mut self, query: &Query, answer: &Evaluation, generation: u64) {
+        if self.capacity == 0 || generation < self.generation {
             return;
+        }
+        if generation > self.generation {
+            self.clear();
+            self.generation = generation;
         }
         if self.answers.insert(query.key, (query.legal.clone(), answer.clone())).is_none() {
             self.order.push_back(query.key);
@@ -179,19 +200,36 @@ enum Message {
     Shutdown,
 }
 
+/// What the service and its clients share: the count of callers and the work done.
 #[derive(Default)]
 struct Shared {
+    /// Inference threads.
+    threads: usize,
     clients: AtomicUsize,
     batches: AtomicU64,
     positions: AtomicU64,
     cached: AtomicU64,
 }
 
-/// The inference thread and its queue.
+/// What the inference threads share.
+struct Pool {
+    /// The queue's receiving end: the thread that holds it forms the next batch.
+    queue: Mutex<Receiver<Message>>,
+    /// The network answers come from, with its generation (raised by each swap). Each thread
+    /// builds its own inference graph of it.
+    model: Mutex<Option<(u64, Network)>>,
+    cache: Mutex<Cache>,
+    /// Set once the queue is shut down or has no senders left: no batch forms after it.
+    closed: AtomicBool,
+    config: ServiceConfig,
+}
+
+/// The inference threads and their queue.
 pub struct InferenceService {
     tx: Sender<Message>,
     shared: Arc<Shared>,
-    worker: Option<JoinHandle<Network>>,
+    pool: Arc<Pool>,
+    workers: Vec<JoinHandle<()>>,
 }
 
 /// A handle that submits positions; each clone counts as one more caller.
@@ -201,19 +239,43 @@ pub struct Client {
 }
 
 impl InferenceService {
-    /// Starts the inference thread, which owns `net`.
+    /// Starts the inference threads, which serve `net`.
     pub fn spawn(net: Network, config: ServiceConfig) -> InferenceService {
         assert!(config.max_batch > 0, "max_batch must be positive");
-        let (tx, rx) = mpsc::channel();
-        let shared = Arc::new(Shared::default());
-        let worker = {
-            let shared = Arc::clone(&shared);
-            thread::Builder::new()
-                .name("xqz-inference".into())
-                .spawn(move || serve(net, rx, &shared, config))
-                .expect("spawn the inference thread")
+        let torch_threads = usize::try_from(tch::get_num_threads()).unwrap_or(1).max(1);
+        let threads = match (config.threads, net.device()) {
+            (0, tch::Device::Cpu) => torch_threads,
+            (0, _) => 1,
+            (n, _) => n,
         };
-        InferenceService { tx, shared, worker: Some(worker) }
+        // On the CPU each thread runs its batches on its share of libtorch's threads: batches
+        // that run side by side keep every core busy while callers walk their trees, where one
+        // batch on every core at a time would wait at each layer for a core a caller holds.
+        let per_thread = (net.device() == tch::Device::Cpu).then(|| (torch_threads / threads).max(1));
+        let (tx, rx) = mpsc::channel();
+        let shared = Arc::new(Shared { threads, ..Shared::default() });
+        let pool = Arc::new(Pool {
+            queue: Mutex::new(rx),
+            model: Mutex::new(Some((0, net))),
+            cache: Mutex::new(Cache::new(config.cache_entries)),
+            closed: AtomicBool::new(false),
+            config,
+        });
+        let workers = (0..threads)
+            .map(|i| {
+                let (shared, pool) = (Arc::clone(&shared), Arc::clone(&pool));
+                thread::Builder::new()
+                    .name("xqz-inference".into())
+                    .spawn(move || {
+                        if let Some(n) = per_thread {
+                            tch::set_num_threads(i32::try_from(n).unwrap_or(1));
+                        }
+                        serve(&pool, &shared);
+                    })
+                    .unwrap_or_else(|e| panic!("spawn inference thread {i}: {e}"))
+            })
+            .collect();
+        InferenceService { tx, shared, pool, workers }
     }
 
     /// A new caller.
@@ -222,7 +284,7 @@ impl InferenceService {
         Client { tx: self.tx.clone(), shared: Arc::clone(&self.shared) }
     }
 
-    /// Replaces the network after the requests queued before this call are answered.
+    /// Replaces the network: requests queued after this call are answered by `net`.
     pub fn swap(&self, net: Network) -> Result<(), ServiceError> {
         self.tx.send(Message::Swap(Box::new(net))).map_err(|_| ServiceError::Closed)
     }
@@ -236,16 +298,24 @@ impl InferenceService {
         }
     }
 
-    /// Answers the queued requests, stops the thread and returns the network (`None` if the
+    /// Answers the queued requests, stops the threads and returns the network (`None` if a
     /// thread panicked).
     pub fn shutdown(mut self) -> Option<Network> {
-        self.stop()
+        if !self.stop() {
+            return None;
+        }
+        self.pool.model.lock().unwrap_or_else(|e| e.into_inner()).take().map(|(_, net)| net)
     }
 
-    fn stop(&mut self) -> Option<Network> {
-        let worker = self.worker.take()?;
+    /// Stops the threads once the queued requests are answered; whether they all ended cleanly.
+    fn stop(&mut self) -> bool {
+        if self.workers.is_empty() {
+            return true;
+        }
         let _ = self.tx.send(Message::Shutdown);
-        worker.join().ok()
+        // Every thread is joined, whether or not one before it panicked.
+        let joined: Vec<bool> = self.workers.drain(..).map(|worker| worker.join().is_ok()).collect();
+        joined.into_iter().all(|clean| clean)
     }
 }
 
@@ -264,12 +334,33 @@ impl Client {
 
     /// Evaluates several positions (one caller's share of a batch, e.g. many games' leaves).
     pub fn evaluate_many(&self, queries: Vec<Query>) -> Result<Vec<Evaluation>, ServiceError> {
+        self.submit_many(queries)?.wait()
+    }
+
+    /// Queues several positions and returns at once; [`Answers::wait`] gives their evaluations.
+    /// A caller may have several submissions in flight, and fill the next while the network
+    /// works on the last.
+    pub fn submit_many(&self, queries: Vec<Query>) -> Result<Answers, ServiceError> {
         if queries.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Answers(None));
         }
         let (reply, answer) = mpsc::sync_channel(1);
         self.tx.send(Message::Evaluate(Job { queries, reply })).map_err(|_| ServiceError::Closed)?;
-        answer.recv().map_err(|_| ServiceError::Closed)?
+        Ok(Answers(Some(answer)))
+    }
+}
+
+/// The evaluations of a [`Client::submit_many`], on their way.
+#[derive(Debug)]
+pub struct Answers(Option<Receiver<Result<Vec<Evaluation>, ServiceError>>>);
+
+impl Answers {
+    /// Blocks until the evaluations are there.
+    pub fn wait(self) -> Result<Vec<Evaluation>, ServiceError> {
+        match self.0 {
+            None => Ok(Vec::new()),
+            Some(answer) => answer.recv().map_err(|_| ServiceError::Closed)?,
+        }
     }
 }
 
@@ -286,120 +377,160 @@ impl Drop for Client {
     }
 }
 
-/// The inference thread's loop.
-fn serve(mut net: Network, rx: Receiver<Message>, shared: &Shared, config: ServiceConfig) -> Network {
-    let mut pending: Vec<Job> = Vec::new();
-    let mut next: Option<Box<Network>> = None;
-    let mut cache = Cache::new(config.cache_entries);
-    let mut open = true;
-    while open {
-        let Ok(first) = rx.recv() else { break };
+/// A batch of jobs, and the generation of the model they are to be answered by (or a later one).
+struct Batch {
+    jobs: Vec<Job>,
+    generation: u64,
+}
+
+/// One inference thread's loop: forms a batch while it holds the queue, then runs it.
+fn serve(pool: &Pool, shared: &Shared) {
+    let graph_of =
+        |model: &Option<(u64, Network)>| model.as_ref().map(|(generation, net)| (*generation, InferenceNet::new(net)));
+    let Some((mut generation, mut graph)) = graph_of(&pool.model.lock().unwrap_or_else(|e| e.into_inner())) else {
+        return;
+    };
+    while let Some(mut batch) = next_batch(pool, shared) {
+        if generation < batch.generation
+            && let Some((g, new)) = graph_of(&pool.model.lock().unwrap_or_else(|e| e.into_inner()))
+        {
+            (generation, graph) = (g, new);
+        }
+        run(&graph, generation, &mut batch.jobs, shared, pool);
+    }
+}
+
+/// Waits for the next batch (see the module docs for when it goes); `None` once the service
+/// has shut down. A swap met on the way installs the new model before the queue is let go, so
+/// that every request queued after it is answered by it.
+fn next_batch(pool: &Pool, shared: &Shared) -> Option<Batch> {
+    let queue = pool.queue.lock().unwrap_or_else(|e| e.into_inner());
+    let generation = || pool.model.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map_or(0, |m| m.0);
+    let mut batch = Batch { jobs: Vec::new(), generation: generation() };
+    while batch.jobs.is_empty() {
+        if pool.closed.load(Ordering::SeqCst) {
+            return None;
+        }
+        let Ok(first) = queue.recv() else {
+            pool.closed.store(true, Ordering::SeqCst);
+            return None;
+        };
         let mut message = Some(first);
-        let deadline = Instant::now() + config.max_wait;
+        let deadline = Instant::now() + pool.config.max_wait;
         loop {
             match message.take() {
-                Some(Message::Evaluate(job)) => pending.push(job),
+                Some(Message::Evaluate(job)) => batch.jobs.push(job),
                 Some(Message::Swap(new)) => {
-                    next = Some(new);
-                    break;
+                    let mut model = pool.model.lock().unwrap_or_else(|e| e.into_inner());
+                    let next = model.as_ref().map_or(0, |m| m.0) + 1;
+                    *model = Some((next, *new));
+                    // The jobs queued before the swap go with the old model.
+                    if !batch.jobs.is_empty() {
+                        return Some(batch);
+                    }
+                    batch.generation = next;
                 }
                 Some(Message::Shutdown) => {
-                    open = false;
-                    break;
+                    // Answer what was queued before the shutdown.
+                    while let Ok(message) = queue.try_recv() {
+                        if let Message::Evaluate(job) = message {
+                            batch.jobs.push(job);
+                        }
+                    }
+                    pool.closed.store(true, Ordering::SeqCst);
+                    return (!batch.jobs.is_empty()).then_some(batch);
                 }
                 None => {}
             }
-            let positions: usize = pending.iter().map(|j| j.queries.len()).sum();
-            // Every live caller is waiting: nothing more can join this batch.
-            if positions >= config.max_batch || pending.len() >= shared.clients.load(Ordering::SeqCst) {
+            let positions: usize = batch.jobs.iter().map(|j| j.queries.len()).sum();
+            // Half the live callers are waiting: the batch goes, and the other half fills the
+            // next one while the network works on this one (callers that wait in step would
+            // leave the network idle while they walk their trees, and their trees while it runs).
+            let callers = shared.clients.load(Ordering::SeqCst);
+            if !batch.jobs.is_empty() && (positions >= pool.config.max_batch || batch.jobs.len() >= callers.div_ceil(2))
+            {
                 break;
             }
-            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+            match queue.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
                 Ok(m) => message = Some(m),
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => {
-                    open = false;
+                    pool.closed.store(true, Ordering::SeqCst);
                     break;
                 }
             }
         }
-        run(&net, &mut pending, shared, config.max_batch, &mut cache);
-        if let Some(new) = next.take() {
-            net = *new;
-            cache.clear();
-        }
     }
-    // Answer what was queued before the shutdown.
-    while let Ok(message) = rx.try_recv() {
-        if let Message::Evaluate(job) = message {
-            pending.push(job);
-        }
-    }
-    run(&net, &mut pending, shared, config.max_batch, &mut cache);
-    net
+    Some(batch)
 }
 
-/// Answers the pending jobs: from the cache where it can, else in forward passes of at most
-/// `max_batch`.
-fn run(net: &Network, pending: &mut Vec<Job>, shared: &Shared, max_batch: usize, cache: &mut Cache) {
-    if pending.is_empty() {
+/// Answers the jobs with the model of `generation`: from the cache where it can, else in
+/// forward passes of at most `max_batch`.
+fn run(net: &InferenceNet, generation: u64, jobs: &mut Vec<Job>, shared: &Shared, pool: &Pool) {
+    if jobs.is_empty() {
         return;
     }
-    let kept: Vec<Vec<Option<Evaluation>>> =
-        pending.iter().map(|job| job.queries.iter().map(|q| cache.get(q)).collect()).collect();
+    let kept: Vec<Vec<Option<Evaluation>>> = {
+        let cache = pool.cache.lock().unwrap_or_else(|e| e.into_inner());
+        jobs.iter().map(|job| job.queries.iter().map(|q| cache.get(q, generation)).collect()).collect()
+    };
     let hits = kept.iter().flatten().filter(|k| k.is_some()).count();
     shared.cached.fetch_add(hits as u64, Ordering::Relaxed);
-    let inputs: Vec<f32> = pending
+    let misses: Vec<&Query> = jobs
         .iter()
         .zip(&kept)
         .flat_map(|(job, kept)| job.queries.iter().zip(kept))
-        .filter(|(_, kept)| kept.is_none())
-        .flat_map(|(q, _)| q.input.iter().copied())
+        .filter(|(_, k)| k.is_none())
+        .map(|(q, _)| q)
         .collect();
+    let max_batch = pool.config.max_batch;
     let outputs = panic::catch_unwind(AssertUnwindSafe(|| {
-        let mut logits = Vec::with_capacity(inputs.len() / INPUT_SIZE * POLICY_SIZE);
-        let mut wdl = Vec::with_capacity(inputs.len() / INPUT_SIZE * 3);
-        for chunk in inputs.chunks(max_batch * INPUT_SIZE) {
-            let out = net.predict_batch(chunk).map_err(|e| e.to_string())?;
-            logits.extend_from_slice(&out.policy_logits);
-            wdl.extend_from_slice(&out.wdl);
+        let mut answers = Vec::with_capacity(misses.len());
+        let mut inputs = Vec::with_capacity(misses.len().min(max_batch) * INPUT_SIZE);
+        for chunk in misses.chunks(max_batch) {
+            inputs.clear();
+            chunk.iter().for_each(|q| inputs.extend_from_slice(&q.input));
+            let legal: Vec<&[u16]> = chunk.iter().map(|q| q.legal.as_slice()).collect();
+            let out = net.predict_legal(&inputs, &legal).map_err(|e| e.to_string())?;
+            answers.extend(
+                out.logits.iter().zip(out.wdl).map(|(logits, wdl)| Evaluation { priors: softmax(logits), wdl }),
+            );
             shared.batches.fetch_add(1, Ordering::Relaxed);
-            shared.positions.fetch_add(out.n as u64, Ordering::Relaxed);
+            shared.positions.fetch_add(chunk.len() as u64, Ordering::Relaxed);
         }
-        Ok((logits, wdl))
+        Ok(answers)
     }))
     .unwrap_or_else(|panic| Err(panic_message(&panic)));
-    let mut row = 0;
-    for (job, kept) in pending.drain(..).zip(kept) {
-        let answer = match &outputs {
-            Ok((logits, wdl)) => Ok(job
+    let mut cache = pool.cache.lock().unwrap_or_else(|e| e.into_inner());
+    let mut fresh = match outputs {
+        Ok(answers) => Ok(answers.into_iter()),
+        Err(message) => Err(ServiceError::Model(message)),
+    };
+    for (job, kept) in jobs.drain(..).zip(kept) {
+        let answer = match &mut fresh {
+            Ok(fresh) => Ok(job
                 .queries
                 .iter()
                 .zip(kept)
                 .map(|(q, kept)| {
                     kept.unwrap_or_else(|| {
-                        let r = row;
-                        row += 1;
-                        let answer = Evaluation {
-                            priors: legal_softmax(&logits[r * POLICY_SIZE..(r + 1) * POLICY_SIZE], &q.legal),
-                            wdl: [wdl[3 * r], wdl[3 * r + 1], wdl[3 * r + 2]],
-                        };
-                        cache.insert(q, &answer);
+                        let answer = fresh.next().expect("an answer for each position sent");
+                        cache.insert(q, &answer, generation);
                         answer
                     })
                 })
                 .collect()),
-            Err(message) => Err(ServiceError::Model(message.clone())),
+            Err(e) => Err(e.clone()),
         };
         // A caller that gave up is no loss.
         let _ = job.reply.send(answer);
     }
 }
 
-/// Softmax of the logits at the legal moves' indices.
-fn legal_softmax(logits: &[f32], legal: &[u16]) -> Vec<f32> {
-    let max = legal.iter().map(|&i| logits[i as usize]).fold(f32::NEG_INFINITY, f32::max);
-    let mut priors: Vec<f32> = legal.iter().map(|&i| (logits[i as usize] - max).exp()).collect();
+/// Softmax of the legal moves' logits.
+fn softmax(logits: &[f32]) -> Vec<f32> {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut priors: Vec<f32> = logits.iter().map(|&l| (l - max).exp()).collect();
     let sum: f32 = priors.iter().sum();
     priors.iter_mut().for_each(|p| *p /= sum);
     priors
@@ -416,7 +547,20 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
 /// The service as the search's evaluator: each search thread holds its own client.
 impl xqz_mcts::Evaluator for Client {
     fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, xqz_mcts::EvalError> {
+        xqz_mcts::Evaluator::submit(self, games).wait()
+    }
+
+    fn submit(&mut self, games: &[&Game]) -> xqz_mcts::Pending {
+        let failed = |e: ServiceError| xqz_mcts::EvalError(e.to_string());
         let queries = games.iter().map(|g| Query::from_game(g)).collect();
-        self.evaluate_many(queries).map_err(|e| xqz_mcts::EvalError(e.to_string()))
+        match self.submit_many(queries) {
+            Ok(answers) => xqz_mcts::Pending::later(move || answers.wait().map_err(failed)),
+            Err(e) => xqz_mcts::Pending::ready(Err(failed(e))),
+        }
+    }
+
+    /// One batch for each inference thread, and one the caller fills meanwhile.
+    fn batches_in_flight(&self) -> usize {
+        self.shared.threads + 1
     }
 }

@@ -10,7 +10,7 @@ use xqz_net::bench::sample_positions;
 use xqz_net::checkpoint::{self, CheckpointError, CheckpointInfo};
 use xqz_net::encoding::{self, INPUT_SIZE};
 use xqz_net::policy::{self, POLICY_SIZE};
-use xqz_net::{Device, ModelConfig, Network, TrainBatch, TrainConfig, Trainer};
+use xqz_net::{Device, InferenceNet, ModelConfig, Network, TrainBatch, TrainConfig, Trainer};
 
 fn tiny() -> ModelConfig {
     ModelConfig::builtin("tiny").unwrap()
@@ -120,6 +120,37 @@ fn a_malformed_batch_is_refused() {
     let unflagged = TrainBatch { legal: &data.legal[..POLICY_SIZE], ..data.batch() };
     assert!(trainer.step(&unflagged).unwrap_err().to_string().contains("legal-move flags"));
     assert_eq!(trainer.info().training_steps, 0);
+}
+
+#[test]
+fn the_inference_graph_gives_the_training_graphs_outputs() {
+    // A few steps move the batch-norm statistics and the policy layer off their initial values,
+    // so that folding them has something to fold.
+    let data = Data::new(12, 9);
+    let mut trainer = Trainer::new(Network::seeded(&tiny(), Device::Cpu, 9), TrainConfig::default());
+    for _ in 0..3 {
+        trainer.step(&data.batch()).unwrap();
+    }
+    let net = trainer.network();
+    let fast = InferenceNet::new(net);
+    let (expected, got) = (net.predict_batch(&data.inputs).unwrap(), fast.predict_batch(&data.inputs).unwrap());
+    let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-4 * (1.0 + x.abs()));
+    assert!(close(&expected.policy_logits, &got.policy_logits), "policy logits differ");
+    assert!(close(&expected.wdl, &got.wdl), "{:?} vs {:?}", expected.wdl, got.wdl);
+    // The logits of chosen moves alone are the whole policy's at those moves, in the order asked.
+    let legal: Vec<Vec<u16>> = data
+        .legal
+        .chunks(POLICY_SIZE)
+        .map(|flags| flags.iter().enumerate().rev().filter(|(_, f)| **f > 0.0).map(|(i, _)| i as u16).collect())
+        .collect();
+    let slices: Vec<&[u16]> = legal.iter().map(Vec::as_slice).collect();
+    let legal_only = fast.predict_legal(&data.inputs, &slices).unwrap();
+    for (row, (moves, logits)) in legal.iter().zip(&legal_only.logits).enumerate() {
+        let whole: Vec<f32> = moves.iter().map(|&i| expected.policy_logits[row * POLICY_SIZE + i as usize]).collect();
+        assert!(close(&whole, logits), "row {row}: {whole:?} vs {logits:?}");
+    }
+    let wdl: Vec<f32> = legal_only.wdl.iter().flatten().copied().collect();
+    assert!(close(&expected.wdl, &wdl));
 }
 
 fn outputs(net: &Network, data: &Data) -> (Vec<f32>, Vec<f32>) {

@@ -40,9 +40,10 @@ fn each_caller_gets_its_own_answer_under_concurrency() {
     let net = tiny_net(1);
     let positions = Arc::new(sample_positions(96, 11));
     let expected: Arc<Vec<Evaluation>> = Arc::new(positions.iter().map(|(p, h)| direct(&net, p, *h)).collect());
+    // Two inference threads, each with its own batches.
     let service = InferenceService::spawn(
         net,
-        ServiceConfig { max_batch: 16, max_wait: Duration::from_millis(5), cache_entries: 0 },
+        ServiceConfig { max_batch: 16, max_wait: Duration::from_millis(5), cache_entries: 0, threads: 2 },
     );
     let callers: Vec<_> = (0..24)
         .map(|c| {
@@ -76,7 +77,7 @@ fn each_caller_gets_its_own_answer_under_concurrency() {
 fn a_lone_caller_does_not_wait_for_a_batch_that_cannot_fill() {
     let service = InferenceService::spawn(
         tiny_net(2),
-        ServiceConfig { max_batch: 256, max_wait: Duration::from_secs(60), cache_entries: 0 },
+        ServiceConfig { max_batch: 256, max_wait: Duration::from_secs(60), cache_entries: 0, threads: 1 },
     );
     let client = service.client();
     let (pos, history) = &sample_positions(1, 3)[0];
@@ -87,7 +88,7 @@ fn a_lone_caller_does_not_wait_for_a_batch_that_cannot_fill() {
     assert!(start.elapsed() < Duration::from_secs(30), "waited {:?} for batches of one", start.elapsed());
     assert_eq!(service.stats().batches, 5);
 
-    // Four callers that are all waiting make one batch at once.
+    // Four callers: a batch goes as soon as two of them wait, so none waits for max_wait.
     drop(client);
     let clients: Vec<_> = (0..4).map(|_| service.client()).collect();
     let start = Instant::now();
@@ -104,7 +105,7 @@ fn a_lone_caller_does_not_wait_for_a_batch_that_cannot_fill() {
 fn shutdown_answers_queued_requests_then_refuses() {
     let service = InferenceService::spawn(
         tiny_net(3),
-        ServiceConfig { max_batch: 8, max_wait: Duration::from_secs(10), cache_entries: 0 },
+        ServiceConfig { max_batch: 8, max_wait: Duration::from_secs(10), cache_entries: 0, threads: 2 },
     );
     let client = service.client();
     let idle = service.client();
@@ -164,11 +165,39 @@ fn swapping_the_model_changes_the_answers() {
     let (first, second) = (tiny_net(4), tiny_net(5));
     let (pos, history) = sample_positions(1, 6)[0].clone();
     let (a, b) = (direct(&first, &pos, history), direct(&second, &pos, history));
-    let service = InferenceService::spawn(first, ServiceConfig::default());
+    // Two threads, each with its own copy of the model, and the cache on: no thread and no
+    // cached answer may give the first model's answer after the swap.
+    let service = InferenceService::spawn(first, ServiceConfig { threads: 2, ..ServiceConfig::default() });
     let client = service.client();
     assert_close(&client.evaluate(Query::new(&pos, history)).unwrap(), &a, "first model");
     service.swap(second).unwrap();
-    assert_close(&client.evaluate(Query::new(&pos, history)).unwrap(), &b, "second model");
+    for round in 0..6 {
+        let pending: Vec<_> = (0..2).map(|_| client.submit_many(vec![Query::new(&pos, history)]).unwrap()).collect();
+        for answers in pending {
+            assert_close(&answers.wait().unwrap()[0], &b, &format!("second model, round {round}"));
+        }
+    }
+}
+
+#[test]
+fn a_caller_keeps_several_submissions_in_flight() {
+    let net = tiny_net(8);
+    let positions = sample_positions(6, 9);
+    let expected: Vec<Evaluation> = positions.iter().map(|(p, h)| direct(&net, p, *h)).collect();
+    let service = InferenceService::spawn(net, ServiceConfig { threads: 2, ..ServiceConfig::default() });
+    let client = service.client();
+    // All three go before any answer is read; each comes back with its own positions, in order.
+    let pending: Vec<_> = positions
+        .chunks(2)
+        .map(|pair| client.submit_many(pair.iter().map(|(p, h)| Query::new(p, *h)).collect()).unwrap())
+        .collect();
+    for (i, answers) in pending.into_iter().enumerate() {
+        for (j, got) in answers.wait().unwrap().iter().enumerate() {
+            assert_close(got, &expected[2 * i + j], &format!("submission {i}, position {j}"));
+        }
+    }
+    assert_eq!(client.submit_many(Vec::new()).unwrap().wait().unwrap(), Vec::new());
+    assert_eq!(xqz_mcts::Evaluator::batches_in_flight(&client), 3);
 }
 
 #[test]

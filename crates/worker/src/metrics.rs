@@ -13,7 +13,7 @@
 //! ```
 
 use xiangqi::game::Game;
-use xqz_mcts::{EvalError, Evaluation, Evaluator};
+use xqz_mcts::{EvalError, Evaluation, Evaluator, Pending};
 use xqz_metrics::{Counter, Gauge, Registry, register};
 
 /// Counters of a worker's self-play and uploads; clones share them. The default is a set that
@@ -81,8 +81,16 @@ pub(crate) struct Counted<E> {
 
 impl<E: Evaluator> Evaluator for Counted<E> {
     fn evaluate(&mut self, games: &[&Game]) -> Result<Vec<Evaluation>, EvalError> {
+        self.submit(games).wait()
+    }
+
+    fn submit(&mut self, games: &[&Game]) -> Pending {
         self.metrics.evaluator_calls.inc();
         self.metrics.evaluations.inc_by(games.len() as u64);
-        self.inner.evaluate(games)
+        self.inner.submit(games)
+    }
+
+    fn batches_in_flight(&self) -> usize {
+        self.inner.batches_in_flight()
     }
 }
