@@ -182,6 +182,39 @@ fn bench_selfplay_json_counts_the_games_it_played() {
     assert!(busy > 0.0 && (busy - l["cpu_s"].as_f64().unwrap() / (secs * cores)).abs() < 1e-9, "{l}");
 }
 
+/// `scripts/bench-compare` with one binary as both sides: every figure of the inference graph
+/// and of the service is matched, with a ratio per round.
+#[test]
+fn bench_compare_runs_two_binaries_in_alternation_and_prints_their_ratios() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/bench-compare");
+    let bin = env!("CARGO_BIN_EXE_xqz");
+    let bench = ["bench", "net", "--model", "tiny", "--device", "cpu", "--batches", "1", "--callers", "2"];
+    let out = Command::new(script)
+        .args([bin, bin, "2", "--"])
+        .args(bench)
+        .args(["--seconds", "0.1"])
+        .output()
+        .expect("bench-compare runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    let kinds: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).collect();
+    assert_eq!(
+        kinds,
+        [
+            "bench=net measurement=raw batch=1 positions_per_s",
+            "bench=net measurement=service callers=2 positions_per_s"
+        ],
+        "{text}"
+    );
+    let ratios: Vec<&str> = text.lines().filter(|l| l.starts_with("  new/old per round: ")).collect();
+    assert_eq!(ratios.len(), 2, "{text}");
+    assert!(ratios.iter().all(|l| l.matches(", ").count() == 1 && l.contains("(geometric mean ")), "{text}");
+    // The command after `--` must be a benchmark.
+    let out = Command::new(script).args([bin, bin, "--", "perft"]).output().expect("bench-compare runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be 'bench ...'"));
+}
+
 #[test]
 fn bench_ingest_json_reports_every_game_accepted_with_latencies_and_the_coordinators_memory() {
     let args = ["bench", "ingest", "--workers", "3", "--games", "4", "--batch", "2", "--max-plies", "40", "--json"];
