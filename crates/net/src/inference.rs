@@ -1,7 +1,8 @@
 //! The network as an inference graph: each convolution's batch normalisation folded into its
 //! weights and bias when a network is loaded for play, no autograd, activations in the memory
-//! layout the CPU runs fastest (channels-last). The training graph ([`Network::forward_t`]) is unchanged; this
-//! one gives its outputs in evaluation mode (to rounding) in fewer passes over memory.
+//! layout the CPU runs fastest (channels-last). The training graph ([`Network::forward_t`]) is
+//! unchanged; this one gives its outputs in evaluation mode (to rounding) in fewer passes over
+//! memory.
 //!
 //! ```
 //! use xqz_net::{InferenceNet, ModelConfig, Network, encoding::INPUT_SIZE};
@@ -88,7 +89,6 @@ struct Block {
 /// A network's weights arranged for evaluation only; see the module docs.
 #[derive(Debug)]
 pub struct InferenceNet {
-    config: ModelConfig,
     device: Device,
     stem: FoldedConv,
     tower: Vec<Block>,
@@ -116,7 +116,6 @@ impl InferenceNet {
     /// Later changes to `net` do not reach it.
     pub fn new(net: &Network) -> InferenceNet {
         InferenceNet {
-            config: net.config().clone(),
             device: net.device(),
             stem: FoldedConv::new(&net.stem),
             tower: net
@@ -139,16 +138,6 @@ impl InferenceNet {
             value_hidden: Linear::new(&net.value_hidden),
             value_out: Linear::new(&net.value_out),
         }
-    }
-
-    /// The shape it was built with.
-    pub fn config(&self) -> &ModelConfig {
-        &self.config
-    }
-
-    /// The device its weights live on.
-    pub fn device(&self) -> Device {
-        self.device
     }
 
     /// The policy layer's inputs `[n, features]` and value logits `[n, 3]` for inputs
