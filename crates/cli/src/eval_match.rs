@@ -78,7 +78,7 @@ pub struct MatchArgs {
     /// Game length cap in plies (a draw when reached).
     #[arg(long, default_value_t = 300)]
     max_plies: u32,
-    /// Repetition rules: chinese2011, wxf or simple.
+    /// Repetition rules: chinese2011, chinese1999, wxf or simple.
     #[arg(long, default_value = "chinese2011")]
     ruleset: Ruleset,
     /// External engines: nodes per move.

@@ -77,7 +77,7 @@ enum Command {
         /// The moves in coordinate notation, separated by spaces (`"h2e2 h9g7"`).
         #[arg(long, default_value = "")]
         moves: String,
-        /// Repetition rules: chinese2011 (official 2011 rules), wxf or simple.
+        /// Repetition rules: chinese2011 (official 2011 rules), chinese1999 (its 1999 edition), wxf or simple.
         #[arg(long, default_value = "chinese2011")]
         ruleset: Ruleset,
         /// Plies without capture that draw the game (default: 120, or 100 under wxf).

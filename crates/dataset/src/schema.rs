@@ -90,7 +90,7 @@ pub mod games {
     pub const REASON: &str = "reason";
     /// `utf8`: the rule article that applied (`4.1.1`, ...).
     pub const ARTICLE: &str = "article";
-    /// `utf8`: the ruleset (`chinese2011`, `wxf`, `simple`).
+    /// `utf8`: the ruleset (`chinese2011`, `chinese1999`, `wxf`, `simple`).
     pub const RULESET: &str = "ruleset";
     /// `uint32`: number of plies.
     pub const LENGTH: &str = "length";

@@ -31,7 +31,7 @@ use crate::tree::SearchConfig;
 #[serde(default, deny_unknown_fields)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 pub struct PlaySettings {
-    /// Repetition rules: chinese2011 (the official 2011 rules), wxf or simple.
+    /// Repetition rules: chinese2011 (the official 2011 rules), chinese1999 (its 1999 edition), wxf or simple.
     #[serde(with = "ruleset_name")]
     #[cfg_attr(feature = "clap", arg(long, default_value_t = PlaySettings::default().ruleset))]
     pub ruleset: Ruleset,

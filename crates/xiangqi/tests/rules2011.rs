@@ -22,78 +22,10 @@
 
 mod common;
 
+use common::rules::{check_nature, cycle, parse_move};
 use common::{assert_draw, assert_win};
-use xiangqi::game::{Game, GameConfig, MoveNature, Natures, Outcome, Reason, classify_move};
-use xiangqi::notation::Chinese;
+use xiangqi::game::{Reason, classify_move};
 use xiangqi::{Color, Move, Position};
-
-/// Parses a move written in coordinates (`h2e2`) or in Chinese notation (`炮二平五`).
-fn parse_move(pos: &Position, text: &str) -> Move {
-    if text.is_ascii() {
-        text.parse().unwrap_or_else(|e| panic!("{text}: {e}"))
-    } else {
-        let chinese: Chinese = text.parse().unwrap_or_else(|e| panic!("{text}: {e}"));
-        chinese.resolve(pos).unwrap_or_else(|e| panic!("{text} in {pos}: {e}"))
-    }
-}
-
-/// Checks one move's natures against an expectation such as `idle`, `check`, `threat`,
-/// `chase a7` or `chase b8 rook unprotected; g0` (targets separated by `;`, each with flags).
-fn check_nature(pos: &Position, mv: Move, natures: &Natures, expected: &str) {
-    let context = format!("{mv} in {pos}: {natures:?}");
-    let (word, targets) = expected.split_once(' ').unwrap_or((expected, ""));
-    let heaviest = match word {
-        "idle" => MoveNature::Idle,
-        "check" => MoveNature::Check,
-        "threat" => MoveNature::MateThreat,
-        "chase" => MoveNature::Chase,
-        other => panic!("bad expectation {other}"),
-    };
-    assert_eq!(natures.heaviest(), heaviest, "{context}");
-    for target in targets.split(';').map(str::trim).filter(|t| !t.is_empty()) {
-        let mut words = target.split_whitespace();
-        let name = words.next().unwrap();
-        let sq = format!("{name}{name}").parse::<Move>().unwrap().from();
-        assert!(natures.chased.contains(sq), "{name} is chased: {context}");
-        for flag in words {
-            match flag {
-                "rook" => assert!(natures.chased_rooks.contains(sq), "{name} is a chased rook: {context}"),
-                "unprotected" => {
-                    assert!(natures.chased_unprotected.contains(sq), "{name} is unprotected: {context}")
-                }
-                "protected" => {
-                    assert!(!natures.chased_unprotected.contains(sq), "{name} is protected: {context}")
-                }
-                other => panic!("bad flag {other}"),
-            }
-        }
-    }
-}
-
-/// Plays `moves` (one cycle, coordinates or Chinese) from `fen`, checking each move's nature,
-/// then plays the cycle again: the game must go on until the last ply, the third occurrence of
-/// the start position, and is returned there.
-fn cycle(fen: &str, moves: &[&str], natures: &[&str]) -> Game {
-    assert_eq!(moves.len(), natures.len());
-    let start = Position::from_fen(fen).unwrap_or_else(|e| panic!("{fen}: {e}"));
-    let mut pos = start.clone();
-    let mut cycle = Vec::new();
-    for (text, expected) in moves.iter().zip(natures) {
-        let mv = parse_move(&pos, text);
-        assert!(pos.is_legal(mv), "{text} ({mv}) is legal in {pos}");
-        check_nature(&pos, mv, &classify_move(&pos, mv), expected);
-        pos.play(mv).unwrap();
-        cycle.push(mv);
-    }
-    assert_eq!(pos.hash(), start.hash(), "the moves form a cycle");
-    let mut game = Game::from_position(start, GameConfig::default());
-    let plies = 2 * cycle.len();
-    for (i, &mv) in cycle.iter().cycle().take(plies).enumerate() {
-        assert_eq!(game.outcome(), Outcome::Ongoing, "ruled early, before ply {i}");
-        game.push(mv).unwrap();
-    }
-    game
-}
 
 /// Black's chases of protected pieces through the elephant's eye (module doc), as natures.
 const EYE_CHASES: [&str; 2] = ["chase a7 protected", "chase e7 protected"];

@@ -33,6 +33,9 @@ pub struct Natures {
     /// Of `chased`, the pieces chased only jointly (联合捉子, 24): every capture that wins them
     /// needs another of the chaser's pieces (a cannon's own screen, a second attacker).
     pub jointly_chased: Bitboard,
+    /// Pieces a pawn newly attacks with gain: allowed, so not in `chased` (26.1), but the 1999
+    /// rules count them once both sides attack perpetually (its 27.2).
+    pub pawn_chased: Bitboard,
 }
 
 impl Natures {
@@ -171,7 +174,11 @@ fn mates_by_checks(pos: &Position, checks_left: u32) -> bool {
 /// same piece, do not count (the rook that still attacks the same advisor after sliding is
 /// idle). Chases by the king or a pawn are allowed (26.1) and left out, unless they are the
 /// other pieces' chases that the king's or pawn's move uncovered (26.2). A king move that answers
-/// check never chases or threatens mate (26.3).
+/// check never chases or threatens mate (26.3). A defending side's lone attacking piece chases no
+/// advisor or elephant (26.4). An exchange offer that the other side cannot take without being
+/// mated or losing material chases the piece offered to (26.10); otherwise it is idle (兑), like
+/// a rook and horse (cannon) in contact with a protected horse (cannon) that can take the offered
+/// piece without loss (26.11: the exchange on its point gains nothing).
 ///
 /// ```
 /// use xiangqi::{Position, game::{classify_move, MoveNature}};
@@ -191,6 +198,7 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         chased_rooks: Bitboard::EMPTY,
         chased_unprotected: Bitboard::EMPTY,
         jointly_chased: Bitboard::EMPTY,
+        pawn_chased: Bitboard::EMPTY,
     };
     let moved_kind = after.piece_at(mv.to()).map(|p| p.kind);
     if natures.check || (moved_kind == Some(PieceKind::King) && before.is_check()) {
@@ -208,17 +216,23 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         let origin = if attacker == mv.to() { mv.from() } else { attacker };
         before.is_check() && before.pseudo_attacks(origin).contains(target)
     };
+    let lone_defender = lone_defender(&after, mv);
     // Targets that some capture by one piece alone wins.
     let mut single = Bitboard::EMPTY;
     for (attacker, target) in gainful_captures(&threats) {
         let kind = threats.piece_at(attacker).map(|p| p.kind);
-        if matches!(kind, Some(PieceKind::King | PieceKind::Pawn))
-            || old.contains(&(attacker, target))
-            || attacked_before(attacker, target)
-        {
+        if old.contains(&(attacker, target)) || attacked_before(attacker, target) {
             continue;
         }
         let bit = Bitboard::from_square(target);
+        if kind == Some(PieceKind::Pawn) {
+            natures.pawn_chased |= bit;
+        }
+        let guard =
+            threats.piece_at(target).is_some_and(|p| matches!(p.kind, PieceKind::Advisor | PieceKind::Elephant));
+        if matches!(kind, Some(PieceKind::King | PieceKind::Pawn)) || (lone_defender == Some(attacker) && guard) {
+            continue;
+        }
         natures.chased |= bit;
         if threats.piece_at(target).is_some_and(|p| p.kind == PieceKind::Rook) {
             natures.chased_rooks |= bit;
@@ -238,7 +252,115 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
     natures.chased |= through_check;
     natures.chased_unprotected |= through_check & unprotected_now;
     natures.chased_rooks |= through_check & threats.piece_bb(crate::types::Piece::new(!mover, PieceKind::Rook));
+    for offered in offers_not_to_accept(before, &after, mv) {
+        let bit = Bitboard::from_square(offered);
+        natures.chased |= bit;
+        if threats.piece_at(offered).is_some_and(|p| p.kind == PieceKind::Rook) {
+            natures.chased_rooks |= bit;
+        }
+        if !is_protected(&threats, mv.to(), offered) {
+            natures.chased_unprotected |= bit;
+        }
+    }
     natures
+}
+
+/// 26.4 (守和方只有一个进攻子时，占据守和要点，附带产生的捉士象按“闲”处理): the point `mv` moved
+/// to, if the mover is a defending side (less material than the other) whose only attacking piece
+/// (rook, horse, cannon or pawn) is the one that moved. Whether the point is a key drawing point
+/// is not judged: any point the lone attacker takes counts as one.
+fn lone_defender(after: &Position, mv: Move) -> Option<Square> {
+    let mover = !after.turn();
+    let attackers = [PieceKind::Rook, PieceKind::Horse, PieceKind::Cannon, PieceKind::Pawn]
+        .into_iter()
+        .map(|kind| after.piece_bb(crate::types::Piece::new(mover, kind)))
+        .fold(Bitboard::EMPTY, |all, b| all | b);
+    let defending = after.material(mover) < after.material(!mover);
+    (defending && attackers == Bitboard::from_square(mv.to())).then_some(mv.to())
+}
+
+/// 26.10 (同兵种邀兑，被邀兑方兑子后立即被杀或子力价值受损，邀兑方按“捉”处理): the enemy pieces of
+/// its own kind that the moved rook, horse or cannon newly offers to exchange with (each can take
+/// the other) where taking the offered piece costs the taker: it is then mated by checks, or
+/// the offering side wins more than the piece it gave, and more than it could win before the
+/// offer was taken. An offer whose acceptance costs nothing is an exchange (兑), idle; an offer
+/// that also threatens mate already counts as a mate threat (26.10's last sentence, 26.6).
+/// Losses are looked for one capture deep, with each capture's exchange on its point.
+fn offers_not_to_accept(before: &Position, after: &Position, mv: Move) -> Vec<Square> {
+    let Some(offered) = after.piece_at(mv.to()) else { return Vec::new() };
+    if !matches!(offered.kind, PieceKind::Rook | PieceKind::Horse | PieceKind::Cannon) {
+        return Vec::new();
+    }
+    let mover = offered.color;
+    let threats = after.with_turn(mover);
+    let takers: Vec<Move> = after
+        .legal_moves()
+        .iter()
+        .copied()
+        .filter(|m| m.to() == mv.to() && after.piece_at(m.from()).is_some_and(|p| p.kind == offered.kind))
+        .filter(|m| threats.is_legal(Move::new(mv.to(), m.from())))
+        // An offer the piece already made from its old point is no new one.
+        .filter(|m| !before.pseudo_attacks(mv.from()).contains(m.from()))
+        .collect();
+    if takers.is_empty() {
+        return Vec::new();
+    }
+    let before_taking = best_gain(&threats);
+    takers
+        .into_iter()
+        .filter(|&take| {
+            let mut taken = after.clone();
+            taken.play_unchecked(take);
+            let won_back = best_gain(&taken);
+            (won_back > value(after, mv.to()) && won_back > before_taking) || mates_by_checks(&taken, 2)
+        })
+        .map(|take| take.from())
+        .collect()
+}
+
+/// The most material the side to move wins with one capture and the exchange on its point.
+fn best_gain(pos: &Position) -> i32 {
+    let theirs = pos.color_bb(!pos.turn());
+    pos.legal_moves()
+        .iter()
+        .filter(|m| theirs.contains(m.to()) && pos.piece_at(m.to()).is_some_and(|p| p.kind != PieceKind::King))
+        .map(|&m| capture_gain(pos, m))
+        .fold(0, i32::max)
+}
+
+/// Classifies `mv` as [`classify_move`] does, knowing `prev`, the move that led to `before` and
+/// the position it was played in: 26.5 (自毙) needs it. A side that checks into a position where
+/// it is itself under a mate threat answers for that threat: the other side's answer to the
+/// check, with a piece other than the king, is no mate threat unless it makes a new one (若另一方
+/// 应将着法产生新的杀法，仍应按“杀”处理), one it would also make on the board as it stood before
+/// the check. (The king's answers are idle anyway, 26.3.)
+pub(super) fn classify_in_context(prev: Option<(&Position, Move)>, before: &Position, mv: Move) -> Natures {
+    let mut natures = classify_move(before, mv);
+    if natures.mate_threat
+        && let Some((earlier, _)) = prev
+        && before.is_check()
+        && self_inflicted(earlier, mv)
+    {
+        natures.mate_threat = false;
+    }
+    natures
+}
+
+/// Whether `answer`, played on `earlier` (the position before the opponent's check) by the side
+/// that was then not to move, would threaten no mate: then the threat after the real answer is
+/// the checking side's own doing.
+fn self_inflicted(earlier: &Position, answer: Move) -> bool {
+    let defender = !earlier.turn();
+    // The checker in check there: the board cannot be handed to the defender.
+    if earlier.is_check() {
+        return false;
+    }
+    let mut board = earlier.with_turn(defender);
+    if !board.is_legal(answer) {
+        return false;
+    }
+    board.play_unchecked(answer);
+    !board.is_check() && !mates_by_checks(&board.with_turn(defender), 2)
 }
 
 /// Whether winning `target` with `attacker` needs another of the attacker's pieces (联合捉子: a

@@ -20,6 +20,7 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
+use crate::bitboard::Bitboard;
 use crate::movegen::MoveList;
 use crate::position::Position;
 use crate::types::{Color, Move, PieceKind};
@@ -33,6 +34,12 @@ pub enum Ruleset {
     /// The Chinese Xiangqi Association's 2011 competition rules (the default).
     #[default]
     Chinese2011,
+    /// The earlier (1999) edition of the Chinese rules, in traditional characters
+    /// (`shared/seeds/rules-1999-traditional.txt`). It differs from 2011 where both sides make
+    /// forbidden moves: a draw whatever the moves (its 26.3), where 2011's 26.9 makes the side
+    /// that chases a rook or an unprotected piece, or threatens mate, vary. It has no nine-round
+    /// rule (2011's 23.4), and a pawn's chases count once both sides attack perpetually (27.2).
+    Chinese1999,
     /// The Asian / World Xiangqi Federation rules as Fairy-Stockfish implements them.
     Wxf,
     /// Perpetual check loses; every other repetition is a draw.
@@ -40,10 +47,21 @@ pub enum Ruleset {
 }
 
 impl Ruleset {
+    /// Every ruleset, the default first.
+    pub const ALL: [Ruleset; 4] = [Ruleset::Chinese2011, Ruleset::Chinese1999, Ruleset::Wxf, Ruleset::Simple];
+
     /// The name used on the command line and in stored games.
+    ///
+    /// ```
+    /// use xiangqi::game::Ruleset;
+    /// for ruleset in Ruleset::ALL {
+    ///     assert_eq!(ruleset.name().parse::<Ruleset>(), Ok(ruleset));
+    /// }
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             Ruleset::Chinese2011 => "chinese2011",
+            Ruleset::Chinese1999 => "chinese1999",
             Ruleset::Wxf => "wxf",
             Ruleset::Simple => "simple",
         }
@@ -66,18 +84,13 @@ impl fmt::Display for Ruleset {
 
 /// An unknown ruleset name.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
-#[error("unknown ruleset {0:?} (expected chinese2011, wxf or simple)")]
+#[error("unknown ruleset {0:?} (expected chinese2011, chinese1999, wxf or simple)")]
 pub struct ParseRulesetError(pub String);
 
 impl FromStr for Ruleset {
     type Err = ParseRulesetError;
     fn from_str(s: &str) -> Result<Ruleset, ParseRulesetError> {
-        match s {
-            "chinese2011" => Ok(Ruleset::Chinese2011),
-            "wxf" => Ok(Ruleset::Wxf),
-            "simple" => Ok(Ruleset::Simple),
-            _ => Err(ParseRulesetError(s.to_string())),
-        }
+        Ruleset::ALL.into_iter().find(|r| r.name() == s).ok_or_else(|| ParseRulesetError(s.to_string()))
     }
 }
 
@@ -470,8 +483,10 @@ impl Game {
     fn judge(&self) -> Outcome {
         let pos = &self.pos;
         if self.legal.is_empty() {
+            // The 1999 book lists facing kings (4.1.2) between mate and stalemate.
+            let stalemate = if self.config.ruleset == Ruleset::Chinese1999 { "4.1.3" } else { "4.1.2" };
             let (reason, article) =
-                if pos.is_check() { (Reason::Checkmate, "4.1.1") } else { (Reason::Stalemate, "4.1.2") };
+                if pos.is_check() { (Reason::Checkmate, "4.1.1") } else { (Reason::Stalemate, stalemate) };
             return Outcome::Win { winner: !pos.turn(), verdict: self.verdict(reason, article) };
         }
         // Fairy-Stockfish applies the natural move rule before the repetition rules.
@@ -479,14 +494,15 @@ impl Game {
         if natural_first && self.natural_limit_reached() {
             return self.natural_limit_draw();
         }
-        if let Some(outcome) = self.judge_repetition() {
+        if let Some(outcome) = self.judge_repetition().or_else(|| self.judge_nine_rounds()) {
             return self.repetition_end(outcome);
         }
         if !natural_first && self.natural_limit_reached() {
             return self.natural_limit_draw();
         }
         if no_possible_win(pos) {
-            return Outcome::Draw { verdict: self.verdict(Reason::NoPossibleWin, "4.2.2") };
+            let article = if self.config.ruleset == Ruleset::Chinese1999 { "4.2.1" } else { "4.2.2" };
+            return Outcome::Draw { verdict: self.verdict(Reason::NoPossibleWin, article) };
         }
         if self.config.max_plies.is_some_and(|max| self.plies.len() >= max as usize) {
             return self.length_end(Outcome::Draw { verdict: self.verdict(Reason::MaxLength, "self-play length cap") });
@@ -496,7 +512,10 @@ impl Game {
 
     /// The draw by the natural move limit.
     fn natural_limit_draw(&self) -> Outcome {
-        let article = if self.config.ruleset == Ruleset::Chinese2011 { "4.2.4" } else { "natural-move-limit" };
+        let article = match self.config.ruleset {
+            Ruleset::Chinese2011 | Ruleset::Chinese1999 => "4.2.4",
+            Ruleset::Wxf | Ruleset::Simple => "natural-move-limit",
+        };
         self.length_end(Outcome::Draw { verdict: self.verdict(Reason::NaturalMoveLimit, article) })
     }
 
@@ -530,7 +549,7 @@ impl Game {
 
     /// Plies that may still be played without a capture before the natural move limit draws the
     /// game (0 once it has). Under the 2011 rules at most 10 checks of the side that claims count
-    /// (22.2); either side may claim, so the side with fewer checks decides. Under WXF checks
+    /// (22.2; 1999: 23.3); either side may claim, so the side with fewer checks decides. Under WXF checks
     /// beyond the tenth of the side that checked most do not count (see
     /// [`Game::axf_check_discount`]).
     ///
@@ -548,7 +567,7 @@ impl Game {
         let before = if self.anchor_ply == 0 { self.start.halfmove_clock() as usize } else { 0 };
         let mut counted = before + self.plies.len() - self.anchor_ply;
         match self.config.ruleset {
-            Ruleset::Chinese2011 => {
+            Ruleset::Chinese2011 | Ruleset::Chinese1999 => {
                 let fewest_checks = self.checks_since_anchor.iter().min().copied().unwrap_or(0) as usize;
                 counted -= fewest_checks.saturating_sub(10);
             }
@@ -628,9 +647,16 @@ impl Game {
         if found < occurrences {
             return None;
         }
-        // The positions from `first` on and the moves between them form the repeated cycles. The
-        // WXF ruling also weighs the move that reached the first occurrence, if there is one.
-        let from = if self.config.ruleset == Ruleset::Wxf && first > 0 { first - 1 } else { first };
+        // The positions from `first` on and the moves between them form the repeated cycles.
+        Some(self.rule_since(first))
+    }
+
+    /// Rules on the moves from the position after `first` plies to now, with the move that
+    /// reached that position, if there is one (the WXF ruling weighs it, 26.5 reads the first
+    /// move in its light).
+    fn rule_since(&self, first: usize) -> Outcome {
+        let n = self.plies.len();
+        let from = first.saturating_sub(1);
         let mut positions = Vec::with_capacity(n - from);
         let mut pos = self.position_at(from);
         for ply in &self.plies[from..n] {
@@ -640,7 +666,50 @@ impl Game {
         let moves: Vec<Move> = self.plies[from..n].iter().map(|p| p.mv).collect();
         let entry = (from < first).then(|| (&positions[0], moves[0]));
         let k = first - from;
-        Some(ruling::rule(self.config.ruleset, &positions[k..], &moves[k..], entry))
+        ruling::rule(self.config.ruleset, &positions[k..], &moves[k..], entry)
+    }
+
+    /// 23.4, the nine-round rule (2011 only): a side that has made nothing but forbidden moves
+    /// (checks, mate threats, chases) for nine rounds over three or more points is ruled as in a
+    /// repetition, on those nine rounds, though no position occurred three times. "Over three or
+    /// more points" is read as a tour: the points its last nine moves left and the points they
+    /// reached are the same set, of three or more points, so a side that makes progress (a run
+    /// of checks towards mate, a chase that follows the piece to new points) is not caught. The
+    /// rule's "moves without purpose" (无积极意义的允许着法) are not judged.
+    ///
+    /// Only the side that just moved is looked at: its ninth move completes the rounds. The
+    /// tour is a few bit operations; moves are classified only when it holds, newest first,
+    /// stopping at the first idle one.
+    fn judge_nine_rounds(&self) -> Option<Outcome> {
+        const PLIES: usize = 18;
+        let n = self.plies.len();
+        let first_counted = if self.anchor_ply == 0 { 0 } else { self.anchor_ply + 1 };
+        if self.config.ruleset != Ruleset::Chinese2011 || n < first_counted + PLIES {
+            return None;
+        }
+        let first = n - PLIES;
+        let (mut left, mut reached) = (Bitboard::EMPTY, Bitboard::EMPTY);
+        for ply in self.plies[first + 1..].iter().step_by(2) {
+            left |= Bitboard::from_square(ply.mv.from());
+            reached |= Bitboard::from_square(ply.mv.to());
+        }
+        if left != reached || left.count() < 3 {
+            return None;
+        }
+        let mut positions = Vec::with_capacity(PLIES);
+        let mut pos = self.position_at(first);
+        for ply in &self.plies[first..] {
+            positions.push(pos.clone());
+            pos.play_unchecked(ply.mv);
+        }
+        let moves: Vec<Move> = self.plies[first..].iter().map(|p| p.mv).collect();
+        let entry_pos = (first > 0).then(|| self.position_at(first - 1));
+        let entry = entry_pos.as_ref().map(|p| (p, self.plies[first - 1].mv));
+        if !ruling::forbidden_throughout(&positions, &moves, entry) {
+            return None;
+        }
+        let ruling = ruling::rule(self.config.ruleset, &positions, &moves, entry);
+        Some(with_article(ruling, "23.4"))
     }
 
     /// The position after `ply_index` plies, replayed from the anchor or, before it, the start.
@@ -655,6 +724,15 @@ impl Game {
 
     fn hash_at(&self, ply_index: usize) -> u64 {
         if ply_index == 0 { self.start.hash() } else { self.plies[ply_index - 1].hash }
+    }
+}
+
+/// `outcome`, a ruling, citing `article` instead.
+fn with_article(outcome: Outcome, article: &'static str) -> Outcome {
+    match outcome {
+        Outcome::Ongoing => Outcome::Ongoing,
+        Outcome::Win { winner, verdict } => Outcome::Win { winner, verdict: Verdict { article, ..verdict } },
+        Outcome::Draw { verdict } => Outcome::Draw { verdict: Verdict { article, ..verdict } },
     }
 }
 

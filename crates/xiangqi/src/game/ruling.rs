@@ -1,7 +1,8 @@
-//! Rulings on a repeated cycle of moves (articles 23, 25 and 26.9; for WXF, as Fairy-Stockfish rules).
+//! Rulings on a repeated cycle of moves (articles 23, 25 and 26.9; for the 1999 rules its 26 and
+//! 27.2; for WXF, as Fairy-Stockfish rules).
 
 use super::axf::axf_chased;
-use super::classify::{MoveNature, classify_move};
+use super::classify::{MoveNature, classify_in_context};
 use super::{Outcome, Reason, Ruleset, Verdict};
 use crate::bitboard::Bitboard;
 use crate::position::Position;
@@ -20,6 +21,8 @@ struct Conduct {
     chases_of: [usize; 2],
     /// Of those, the ones in which all such targets are chased jointly (联合捉子).
     joint_chases_of: [usize; 2],
+    /// Idle moves in which a pawn attacks with gain (allowed by 26.1; the 1999 rules' 27.2).
+    pawn_chases: usize,
 }
 
 /// The two kinds of weighty chase that 26.9 weighs against a joint chase of the same kind.
@@ -33,6 +36,11 @@ impl Conduct {
     /// Every move checks, threatens mate or chases (24: 禁止着法).
     fn forbidden_2011(&self) -> bool {
         self.moves > 0 && self.checks + self.threats + self.chases == self.moves
+    }
+
+    /// Every move checks, threatens mate or chases, a pawn's chases counted (1999: 27.2, 28.14).
+    fn attacks_throughout_1999(&self) -> bool {
+        self.moves > 0 && self.checks + self.threats + self.chases + self.pawn_chases == self.moves
     }
 
     fn perpetual_check(&self) -> bool {
@@ -71,9 +79,10 @@ impl Conduct {
 }
 
 /// Rules on a cycle: `positions[i]` is the position before `moves[i]`; the cycle starts at the
-/// first occurrence of the repeated position and ends with its third. `entry` is the move that
-/// reached the first occurrence, with the position before it (when there is one); only the WXF
-/// rules weigh it.
+/// first occurrence of the repeated position and ends with its third (or, for 23.4, spans the
+/// last nine rounds). `entry` is the move that reached the first position, with the position
+/// before it (when there is one): the WXF rules weigh it, the Chinese ones read the first move
+/// in its light (26.5).
 pub(super) fn rule(
     ruleset: Ruleset,
     positions: &[Position],
@@ -83,9 +92,31 @@ pub(super) fn rule(
     if ruleset == Ruleset::Wxf {
         return rule_wxf(positions, moves, entry);
     }
+    let conduct = conduct(positions, moves, entry);
+    let [red, black] = &conduct;
+    if ruleset == Ruleset::Chinese1999 {
+        return rule_1999(red, black);
+    }
+    rule_2011(ruleset, red, black)
+}
+
+/// Whether the side that made the last of `moves` made only forbidden moves among them (checks,
+/// mate threats, chases), looked at from the last one back so that an idle move ends the look.
+pub(super) fn forbidden_throughout(positions: &[Position], moves: &[Move], entry: Option<(&Position, Move)>) -> bool {
+    let (Some(last), n) = (positions.last(), positions.len()) else { return false };
+    let side = last.turn();
+    (0..n).rev().filter(|&i| positions[i].turn() == side).all(|i| {
+        let prev = if i == 0 { entry } else { Some((&positions[i - 1], moves[i - 1])) };
+        classify_in_context(prev, &positions[i], moves[i]).heaviest() != MoveNature::Idle
+    })
+}
+
+/// What each side did over the moves, Red's conduct first.
+fn conduct(positions: &[Position], moves: &[Move], entry: Option<(&Position, Move)>) -> [Conduct; 2] {
     let mut conduct = [Conduct::default(), Conduct::default()];
-    for (pos, &mv) in positions.iter().zip(moves) {
-        let natures = classify_move(pos, mv);
+    for (i, (pos, &mv)) in positions.iter().zip(moves).enumerate() {
+        let prev = if i == 0 { entry } else { Some((&positions[i - 1], moves[i - 1])) };
+        let natures = classify_in_context(prev, pos, mv);
         let c = &mut conduct[pos.turn().index()];
         c.moves += 1;
         match natures.heaviest() {
@@ -107,11 +138,37 @@ pub(super) fn rule(
                     }
                 }
             }
-            MoveNature::Idle => {}
+            MoveNature::Idle => c.pawn_chases += usize::from(!natures.pawn_chased.is_empty()),
         }
     }
-    let [red, black] = &conduct;
+    conduct
+}
 
+/// The 1999 rules (its 26): one-sided perpetual check loses (26.1); both sides allowed (26.2) or
+/// both forbidden (26.3, perpetual check on both sides included) is a draw; a forbidden side
+/// facing allowed moves must vary (26.4), unless the allowed side's pawn attacks with every
+/// move it does not check, threaten or chase with: mutual perpetual attack, where the pawn's
+/// chases count (27.2) and the draw of 26.3 follows.
+fn rule_1999(red: &Conduct, black: &Conduct) -> Outcome {
+    let ruleset = Ruleset::Chinese1999;
+    match (red.perpetual_check(), black.perpetual_check()) {
+        (true, false) => return loses(ruleset, Color::Red, Reason::PerpetualCheck, "26.1"),
+        (false, true) => return loses(ruleset, Color::Black, Reason::PerpetualCheck, "26.1"),
+        (true, true) => return draw(ruleset, "26.3"),
+        (false, false) => {}
+    }
+    match (red.forbidden_2011(), black.forbidden_2011()) {
+        (false, false) => draw(ruleset, "26.2"),
+        (true, true) => draw(ruleset, "26.3"),
+        (true, false) if black.attacks_throughout_1999() => draw(ruleset, "27.2"),
+        (false, true) if red.attacks_throughout_1999() => draw(ruleset, "27.2"),
+        (true, false) => loses(ruleset, Color::Red, red.reason(), "26.4"),
+        (false, true) => loses(ruleset, Color::Black, black.reason(), "26.4"),
+    }
+}
+
+/// The 2011 rules (25 and 26.9), and the simple rules: perpetual check loses, anything else draws.
+fn rule_2011(ruleset: Ruleset, red: &Conduct, black: &Conduct) -> Outcome {
     // One-sided perpetual check loses under every ruleset (25.1).
     match (red.perpetual_check(), black.perpetual_check()) {
         (true, false) => return loses(ruleset, Color::Red, Reason::PerpetualCheck, "25.1"),

@@ -2,6 +2,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod naive;
+pub mod rules;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
