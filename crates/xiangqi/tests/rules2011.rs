@@ -22,9 +22,9 @@
 
 mod common;
 
-use common::rules::{check_nature, cycle, parse_move};
+use common::rules::{check_nature, cycle, parse_move, play_out};
 use common::{assert_draw, assert_win};
-use xiangqi::game::{Reason, classify_move};
+use xiangqi::game::{MoveNature, Outcome, Reason, Ruleset, classify_move, classify_move_in_game};
 use xiangqi::{Color, Move, Position};
 
 /// Black's chases of protected pieces through the elephant's eye (module doc), as natures.
@@ -319,4 +319,339 @@ fn article_26_2_pawn_moves_that_uncover_rook_chases_are_a_perpetual_chase() {
     assert_win(&uncovering, Color::Black, Reason::PerpetualChase, "25.3");
     let bare = cycle("5k3/9/3nn4/9/3P5/9/9/9/9/4K4 w - - 0 1", &moves, &["idle", "idle", "idle", "idle"]);
     assert_draw(&bare, Reason::AllowedRepetition, "25.2");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 23.4: nine rounds of forbidden moves over three or more points.
+// ---------------------------------------------------------------------------------------------
+
+/// Red's rook tours a1, a3 and a5, attacking in turn the unprotected black horse g1 (or h1),
+/// cannon g3 (h3) and horse g5 (h5) along the ranks: every move a chase, over three points.
+const ROOK_TOUR: [&str; 3] = ["a1a3", "a3a5", "a5a1"];
+
+/// The rook tour interleaved with Black's moves, Red first.
+fn with_tour(black: &[&'static str]) -> Vec<&'static str> {
+    black.iter().enumerate().flat_map(|(i, &b)| [ROOK_TOUR[i % 3], b]).collect()
+}
+
+/// Black's king steps e9/e8 while the rook tours: the start position comes back only after six
+/// rounds (the tour takes three, the king two), so the third occurrence would be at ply 24. At
+/// Red's tenth move (ply 19) its last nine moves are nine rounds of chases over three points:
+/// 23.4 rules it as a perpetual chase, five plies before any threefold repetition.
+#[test]
+fn article_23_4_nine_rounds_of_chases_over_three_points_lose_before_a_threefold_repetition() {
+    let fen = "4k4/9/9/9/7n1/9/7c1/9/R6n1/3K5 w - - 0 1";
+    let moves = with_tour(&["e9e8", "e8e9"].repeat(3));
+    let natures = ["chase h3 unprotected", "idle", "chase h5 unprotected", "idle", "chase h1 unprotected", "idle"];
+    let pos = Position::from_fen(fen).unwrap();
+    let mut after = pos.clone();
+    for (text, expected) in moves.iter().zip(natures) {
+        let mv = parse_move(&after, text);
+        check_nature(&after, mv, &classify_move(&after, mv), expected);
+        after.play(mv).unwrap();
+    }
+    let game = play_out(Ruleset::Chinese2011, fen, &moves, 18);
+    assert_eq!(game.outcome(), Outcome::Ongoing, "nine rounds are not complete at ply 18");
+    let game = play_out(Ruleset::Chinese2011, fen, &moves, 19);
+    assert_eq!(game.len(), 19);
+    assert_eq!(game.repetitions(), 1, "the position occurs the second time, not the third");
+    assert_win(&game, Color::Black, Reason::PerpetualChase, "23.4");
+}
+
+/// The same tour while Black's pawn walks down the i-file and along the bottom rank: no position
+/// ever comes back, yet nine rounds of chases over three points are ruled at ply 19. The same
+/// pawn walk against a rook that shuttles between two points is no 23.4 case.
+#[test]
+fn article_23_4_applies_without_any_repeated_position_but_not_over_two_points() {
+    let fen = "4k4/9/9/8p/6n2/9/6c2/9/R5n2/3K5 w - - 0 1";
+    let walk = ["i6i5", "i5i4", "i4i3", "i3i2", "i2i1", "i1i0", "i0h0", "h0g0", "g0f0"];
+    let tour = with_tour(&walk);
+    let game = play_out(Ruleset::Chinese2011, fen, &[tour.as_slice(), &["a1a3"]].concat(), 19);
+    assert_eq!(game.len(), 19);
+    assert_win(&game, Color::Black, Reason::PerpetualChase, "23.4");
+
+    let shuttle: Vec<&str> = walk.iter().enumerate().flat_map(|(i, &b)| [["a1a3", "a3a1"][i % 2], b]).collect();
+    let game = play_out(Ruleset::Chinese2011, fen, &[shuttle.as_slice(), &["a3a1"]].concat(), 19);
+    assert_eq!(game.len(), 19);
+    assert_eq!(game.outcome(), Outcome::Ongoing, "two points are no tour of three");
+}
+
+/// Without the black horse on h5 the rook's move to a5 attacks nothing: one idle move in the
+/// nine rounds, so 23.4 does not apply and the game goes on to the third occurrence at ply 24,
+/// a draw (two chases and an idle move are allowed, 25.2).
+#[test]
+fn article_23_4_does_not_apply_when_one_move_of_the_nine_rounds_is_idle() {
+    let fen = "4k4/9/9/9/9/9/7c1/9/R6n1/3K5 w - - 0 1";
+    let moves = with_tour(&["e9e8", "e8e9"].repeat(3));
+    assert_eq!(play_out(Ruleset::Chinese2011, fen, &moves, 23).outcome(), Outcome::Ongoing);
+    let game = play_out(Ruleset::Chinese2011, fen, &moves, 24);
+    assert_draw(&game, Reason::AllowedRepetition, "25.2");
+}
+
+/// 23.4 is a 2011 article: under the simple rules (as under 1999, `rules1999.rs`) the same
+/// nine rounds wait for the third occurrence at ply 24.
+#[test]
+fn article_23_4_belongs_to_the_2011_rules_only() {
+    let fen = "4k4/9/9/9/7n1/9/7c1/9/R6n1/3K5 w - - 0 1";
+    let moves = with_tour(&["e9e8", "e8e9"].repeat(3));
+    let game = play_out(Ruleset::Simple, fen, &moves, 24);
+    assert_eq!(game.len(), 24);
+    assert_draw(&game, Reason::AllowedRepetition, "25.2");
+}
+
+/// Both sides forbidden over the nine rounds: the rook tour against Black's rook i8/i6, which
+/// chases the unprotected red horses b6 and b8 with every move. Both chase unprotected pieces,
+/// so both must vary (26.9): 23.4 rules a draw.
+#[test]
+fn article_23_4_rules_both_sides_forbidden_by_26_9() {
+    let fen = "4k4/1N6r/9/1N7/7n1/9/7c1/9/R6n1/3K5 w - - 0 1";
+    let moves = with_tour(&["i8i6", "i6i8"].repeat(3));
+    let game = play_out(Ruleset::Chinese2011, fen, &moves, 24);
+    assert_eq!(game.len(), 19);
+    assert_draw(&game, Reason::AllowedRepetition, "23.4");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 26.4: a defending side's lone attacking piece.
+// ---------------------------------------------------------------------------------------------
+
+/// Natures of single moves by a red rook: (what, FEN, move, nature).
+const LONE_ATTACKER: &[(&str, &str, &str, &str)] = &[
+    (
+        "the lone rook of the weaker side comes to a5 and attacks the unprotected elephant g5",
+        "4k2nr/9/9/9/6b2/R8/9/9/9/3K5 w - - 0 1",
+        "a4a5",
+        "idle",
+    ),
+    ("the same for an unprotected advisor on f7", "4k2nr/9/5a3/9/9/R8/9/9/9/3K5 w - - 0 1", "a4a7", "idle"),
+    (
+        "a horse is no advisor or elephant: chased",
+        "4k2nr/9/9/9/6n2/R8/9/9/9/3K5 w - - 0 1",
+        "a4a5",
+        "chase g5 unprotected",
+    ),
+    (
+        "with a cannon beside the rook the side has two attacking pieces: chased",
+        "4k2nr/9/9/9/6b2/R8/9/9/9/1C1K5 w - - 0 1",
+        "a4a5",
+        "chase g5 unprotected",
+    ),
+    (
+        "with the rook ahead in material the side is no defending side: chased",
+        "4k4/9/9/9/6b2/R8/9/9/9/3K5 w - - 0 1",
+        "a4a5",
+        "chase g5 unprotected",
+    ),
+    (
+        "the king's step uncovers the rook (26.2; with a mate threat on the d-file): chased",
+        "5k2r/9/3a5/9/9/9/9/9/3K5/3R5 w - - 0 1",
+        "d1e1",
+        "threat d7 unprotected",
+    ),
+];
+
+/// 26.4 (守和方只有一个进攻子时，占据守和要点，附带产生的捉士象按“闲”处理), on single moves.
+#[test]
+fn article_26_4_chases_of_advisors_and_elephants_by_a_defending_lone_attacker_are_idle() {
+    for &(what, fen, text, expected) in LONE_ATTACKER {
+        eprintln!("{what}");
+        let pos = Position::from_fen(fen).unwrap();
+        let mv = parse_move(&pos, text);
+        check_nature(&pos, mv, &classify_move(&pos, mv), expected);
+    }
+}
+
+/// 26.4 in a ruling: Black's king shuttles e8/f8; Red's lone rook goes a5-a9, attacking the
+/// unprotected elephant c9, and back, attacking the unprotected elephant g5. Red has less
+/// material than Black (rook against rook and two elephants): its chases are idle, a draw. (The
+/// king's step back to e8 threatens a mate with the rook on the d-file, the kings facing on the
+/// e-file: allowed beside an idle move.) With horses for the elephants, or without Black's rook
+/// (Red no longer the defending side), the rook chases perpetually and loses.
+#[test]
+fn article_26_4_a_defending_lone_rook_may_attack_elephants_perpetually() {
+    let moves = ["a5a9", "e8f8", "a9a5", "f8e8"];
+    let elephants = cycle("2b6/4k4/9/9/R5b2/9/9/8r/9/3K5 w - - 0 1", &moves, &["idle", "idle", "idle", "threat"]);
+    assert_draw(&elephants, Reason::AllowedRepetition, "25.2");
+    let horses = cycle(
+        "2n6/4k4/9/9/R5n2/9/9/8r/9/3K5 w - - 0 1",
+        &moves,
+        &["chase c9 unprotected", "idle", "chase g5 unprotected", "threat"],
+    );
+    assert_win(&horses, Color::Black, Reason::PerpetualChase, "25.3");
+    let stronger = cycle(
+        "2b6/4k4/9/9/R5b2/9/9/9/9/3K5 w - - 0 1",
+        &moves,
+        &["chase c9 unprotected", "idle", "chase g5 unprotected", "idle"],
+    );
+    assert_win(&stronger, Color::Black, Reason::PerpetualChase, "25.3");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 26.5: self-inflicted (自毙).
+// ---------------------------------------------------------------------------------------------
+
+/// The 26.5 position: Red's rook on c3 keeps Black's rook c5 (guarded by the horse b7) off c0,
+/// where it would mate (the red king e0 is boxed in by its cannon e1; nothing reaches d0). The
+/// red horse d1 guards c3, the red horse d9 stands where Black's advisor on e8 attacks it.
+const SELF_INFLICTED: &str = "3N1k3/4a4/1n7/9/2r6/9/2R6/9/3NC4/4K4 w - - 0 1";
+
+/// 26.5 (一方形成“自毙”，应由己方负责，不得视为另一方造成): the rook leaves c3 to check from f3,
+/// which lets Black's rook mate on c0; Black blocks with the advisor e8-f7. The mate threat after
+/// the block is Red's own doing, so the block is idle, not a threat. The rook's return to c3
+/// offers the rook exchange (each side recaptures: 兑, idle), the advisor's return attacks the
+/// unprotected horse d9. Black (idle, chase) varies nothing it must: a draw. Read alone, the
+/// block would be a mate threat and Black, with a threat and a chase, would lose (25.3).
+#[test]
+fn article_26_5_a_mate_threat_the_checker_brought_on_itself_is_not_the_answers() {
+    let moves = ["c3f3", "e8f7", "f3c3", "f7e8"];
+    let game = cycle(SELF_INFLICTED, &moves, &["check", "idle", "idle", "chase d9 unprotected"]);
+    assert_draw(&game, Reason::AllowedRepetition, "25.2");
+    let earlier = Position::from_fen(SELF_INFLICTED).unwrap();
+    let mut before = earlier.clone();
+    before.play(parse_move(&earlier, "c3f3")).unwrap();
+    let block = parse_move(&before, "e8f7");
+    assert_eq!(classify_move(&before, block).heaviest(), MoveNature::MateThreat, "read alone");
+}
+
+/// Answers to a check, each judged knowing the check: (what, FEN, check, answer, nature).
+const ANSWERS: &[(&str, &str, &str, &str, &str)] = &[
+    ("the self-inflicted threat above", SELF_INFLICTED, "c3f3", "e8f7", "idle"),
+    (
+        "the rook checks from i3, where it blocked nothing: the mate threat was there before the \
+         check and is the answer's",
+        "3N1k3/4a4/1n7/9/2r6/9/8R/9/3NC4/4K4 w - - 0 1",
+        "i3f3",
+        "e8f7",
+        "threat",
+    ),
+    (
+        "Black's cannon c4 blocks the check on f4 and opens the c-file itself: a new mate threat \
+         (若另一方应将着法产生新的杀法，仍应按“杀”处理)",
+        "3N1k3/4a4/1n7/9/2r6/2c6/8R/9/3NC4/4K4 w - - 0 1",
+        "i3f3",
+        "c4f4",
+        "threat",
+    ),
+    (
+        "the rook a3, the red horse a6's only guard against the black rook i6, leaves its line to \
+         check: the horse left unguarded is Red's doing, the block does not chase it (责由自负)",
+        "5k3/4a4/9/N7r/9/9/R8/9/9/4K4 w - - 0 1",
+        "a3f3",
+        "e8f7",
+        "idle",
+    ),
+    (
+        "the advisor's block uncovers the black rook b8 against the red pawn h8, as it would have \
+         before the check: a chase of the answer's own",
+        "5k3/1r2a2P1/9/9/9/9/R8/9/9/4K4 w - - 0 1",
+        "a3f3",
+        "e8f7",
+        "chase h8 unprotected",
+    ),
+];
+
+/// 26.5 on single answers to a check.
+#[test]
+fn article_26_5_answers_to_a_check_are_judged_against_the_board_before_it() {
+    for &(what, fen, check, answer, expected) in ANSWERS {
+        eprintln!("{what}");
+        let earlier = Position::from_fen(fen).unwrap();
+        let check = parse_move(&earlier, check);
+        let mut before = earlier.clone();
+        before.play(check).unwrap();
+        assert!(before.is_check(), "{what}");
+        let answer = parse_move(&before, answer);
+        check_nature(&before, answer, &classify_move_in_game(Some((&earlier, check)), &before, answer), expected);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 26.10 and 26.11: exchange offers.
+// ---------------------------------------------------------------------------------------------
+
+/// Single moves that offer an exchange: (what, FEN, move, nature).
+const OFFERS: &[(&str, &str, &str, &str)] = &[
+    // 26.10: the red horse e5-c6 (guarded by the pawn c5) offers itself to the black horse b8
+    // (guarded by the rook b9), which alone guards the black rook a6 against the red rook a2.
+    (
+        "taking the horse lets the red rook take the black rook: the offer chases (26.10)",
+        "1r2k4/1n7/9/r8/2P1N4/9/9/R8/9/3K5 w - - 0 1",
+        "e5c6",
+        "chase b8 protected",
+    ),
+    (
+        "the same offer with the red horse unguarded: taking it still costs the rook",
+        "1r2k4/1n7/9/r8/4N4/9/9/R8/9/3K5 w - - 0 1",
+        "e5c6",
+        "chase b8 protected",
+    ),
+    (
+        "without the red rook taking costs nothing: an exchange, idle (兑)",
+        "1r2k4/1n7/9/r8/2P1N4/9/9/9/9/3K5 w - - 0 1",
+        "e5c6",
+        "idle",
+    ),
+    (
+        "with the black horse c7 guarding the rook a6 too, taking costs nothing: idle",
+        "1r2k4/1n7/2n6/r8/2P1N4/9/9/R8/9/3K5 w - - 0 1",
+        "e5c6",
+        "idle",
+    ),
+    (
+        "a black cannon on b7 blocks the horse's leg: it cannot take, no exchange is offered",
+        "1r2k4/1n7/1c7/r8/2P1N4/9/9/R8/9/3K5 w - - 0 1",
+        "e5c6",
+        "idle",
+    ),
+    // 26.11: the red rook comes to a5 where, with the red horse e4, it contacts the black horse
+    // c5, which attacks the horse e4 in turn; the elephants a7 and e7 guard c5.
+    (
+        "rook and horse against an unprotected horse: a chase (26.11)",
+        "4k4/9/9/9/2n6/4N4/9/9/R8/3K5 w - - 0 1",
+        "a1a5",
+        "chase c5 unprotected",
+    ),
+    (
+        "against a horse guarded by one elephant: after the horses are exchanged the rook takes \
+         the elephant, the guard is lost: a chase",
+        "4k4/9/4b4/9/2n6/4N4/9/9/R8/3K5 w - - 0 1",
+        "a1a5",
+        "chase c5 protected",
+    ),
+    (
+        "against a horse guarded by both elephants the guard survives the exchange: idle (兑)",
+        "4k4/9/b3b4/9/2n6/4N4/9/9/R8/3K5 w - - 0 1",
+        "a1a5",
+        "idle",
+    ),
+    (
+        "the red pawn c4 joins in (车方增加其他参与子力并产生新的捉): a chase",
+        "4k4/9/b3b4/9/2n6/2P1N4/9/9/R8/3K5 w - - 0 1",
+        "a1a5",
+        "chase c5 protected",
+    ),
+    (
+        "rook and cannon against a cannon guarded by both elephants: idle (兑)",
+        "4k4/9/b3b4/9/2c6/9/2P6/9/R1C6/3K5 w - - 0 1",
+        "a1a5",
+        "idle",
+    ),
+    (
+        "rook and cannon against a cannon guarded by one elephant: a chase",
+        "4k4/9/4b4/9/2c6/9/2P6/9/R1C6/3K5 w - - 0 1",
+        "a1a5",
+        "chase c5 protected",
+    ),
+];
+
+/// 26.10 (同兵种邀兑，被邀兑方兑子后立即被杀或子力价值受损，邀兑方按“捉”处理，反之，则按“兑”处理)
+/// and 26.11 (车马同时与马(车炮同时与炮)产生接触，兑和捉的判断).
+#[test]
+fn articles_26_10_and_26_11_exchange_offers_chase_only_when_they_cannot_be_taken_up_without_loss() {
+    for &(what, fen, text, expected) in OFFERS {
+        eprintln!("{what}");
+        let pos = Position::from_fen(fen).unwrap();
+        let mv = parse_move(&pos, text);
+        check_nature(&pos, mv, &classify_move(&pos, mv), expected);
+    }
 }

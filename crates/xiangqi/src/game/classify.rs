@@ -2,7 +2,7 @@
 
 use crate::bitboard::Bitboard;
 use crate::position::Position;
-use crate::types::{Color, Move, PieceKind, Square};
+use crate::types::{Color, Move, Piece, PieceKind, Square};
 
 /// The heaviest nature of a move (26.6: the heaviest counts).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -216,7 +216,13 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         let origin = if attacker == mv.to() { mv.from() } else { attacker };
         before.is_check() && before.pseudo_attacks(origin).contains(target)
     };
-    let lone_defender = lone_defender(&after, mv);
+    // 26.4: chases of advisors and elephants that come with a lone attacker's move are idle.
+    let spared = if lone_attacker_moved(&after, mv) {
+        threats.piece_bb(Piece::new(!mover, PieceKind::Advisor))
+            | threats.piece_bb(Piece::new(!mover, PieceKind::Elephant))
+    } else {
+        Bitboard::EMPTY
+    };
     // Targets that some capture by one piece alone wins.
     let mut single = Bitboard::EMPTY;
     for (attacker, target) in gainful_captures(&threats) {
@@ -228,9 +234,7 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         if kind == Some(PieceKind::Pawn) {
             natures.pawn_chased |= bit;
         }
-        let guard =
-            threats.piece_at(target).is_some_and(|p| matches!(p.kind, PieceKind::Advisor | PieceKind::Elephant));
-        if matches!(kind, Some(PieceKind::King | PieceKind::Pawn)) || (lone_defender == Some(attacker) && guard) {
+        if matches!(kind, Some(PieceKind::King | PieceKind::Pawn)) || spared.contains(target) {
             continue;
         }
         natures.chased |= bit;
@@ -248,10 +252,10 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
     }
     natures.jointly_chased &= !single;
     let (won_now, unprotected_now) = won_through_check(&threats);
-    let through_check = won_now & !won_through_check(before).0;
+    let through_check = won_now & !won_through_check(before).0 & !spared;
     natures.chased |= through_check;
     natures.chased_unprotected |= through_check & unprotected_now;
-    natures.chased_rooks |= through_check & threats.piece_bb(crate::types::Piece::new(!mover, PieceKind::Rook));
+    natures.chased_rooks |= through_check & threats.piece_bb(Piece::new(!mover, PieceKind::Rook));
     for offered in offers_not_to_accept(before, &after, mv) {
         let bit = Bitboard::from_square(offered);
         natures.chased |= bit;
@@ -265,18 +269,17 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
     natures
 }
 
-/// 26.4 (守和方只有一个进攻子时，占据守和要点，附带产生的捉士象按“闲”处理): the point `mv` moved
-/// to, if the mover is a defending side (less material than the other) whose only attacking piece
-/// (rook, horse, cannon or pawn) is the one that moved. Whether the point is a key drawing point
-/// is not judged: any point the lone attacker takes counts as one.
-fn lone_defender(after: &Position, mv: Move) -> Option<Square> {
+/// 26.4 (守和方只有一个进攻子时，占据守和要点，附带产生的捉士象按“闲”处理): whether `mv` moved the
+/// only attacking piece (rook, horse, cannon or pawn) of a defending side, one with less material
+/// than the other. Whether its point is a key drawing point is not judged: any point the lone
+/// attacker takes counts as one.
+fn lone_attacker_moved(after: &Position, mv: Move) -> bool {
     let mover = !after.turn();
     let attackers = [PieceKind::Rook, PieceKind::Horse, PieceKind::Cannon, PieceKind::Pawn]
         .into_iter()
-        .map(|kind| after.piece_bb(crate::types::Piece::new(mover, kind)))
+        .map(|kind| after.piece_bb(Piece::new(mover, kind)))
         .fold(Bitboard::EMPTY, |all, b| all | b);
-    let defending = after.material(mover) < after.material(!mover);
-    (defending && attackers == Bitboard::from_square(mv.to())).then_some(mv.to())
+    attackers == Bitboard::from_square(mv.to()) && after.material(mover) < after.material(!mover)
 }
 
 /// 26.10 (同兵种邀兑，被邀兑方兑子后立即被杀或子力价值受损，邀兑方按“捉”处理): the enemy pieces of
@@ -330,37 +333,51 @@ fn best_gain(pos: &Position) -> i32 {
 
 /// Classifies `mv` as [`classify_move`] does, knowing `prev`, the move that led to `before` and
 /// the position it was played in: 26.5 (自毙) needs it. A side that checks into a position where
-/// it is itself under a mate threat answers for that threat: the other side's answer to the
-/// check, with a piece other than the king, is no mate threat unless it makes a new one (若另一方
-/// 应将着法产生新的杀法，仍应按“杀”处理), one it would also make on the board as it stood before
-/// the check. (The king's answers are idle anyway, 26.3.)
-pub(super) fn classify_in_context(prev: Option<(&Position, Move)>, before: &Position, mv: Move) -> Natures {
+/// it is itself under a mate threat, or where its pieces can be won (a protector that leaves its
+/// line to check, 做为根的子，自己离线断根“将军”), answers for that itself: the other side's answer
+/// to the check threatens mate and chases only what it would also threaten and chase on the board
+/// as it stood before the check (若另一方应将着法产生新的杀法，仍应按“杀”处理). The king's answers
+/// are idle anyway (26.3).
+///
+/// ```
+/// use xiangqi::{Position, game::{MoveNature, classify_move, classify_move_in_game}};
+/// // Red's rook leaves c3, where it kept Black's rook c5 from mating on c0, to check from f3.
+/// let earlier = Position::from_fen("3N1k3/4a4/1n7/9/2r6/9/2R6/9/3NC4/4K4 w - - 0 1").unwrap();
+/// let check = "c3f3".parse().unwrap();
+/// let mut before = earlier.clone();
+/// before.play(check).unwrap();
+/// // Black blocks with the advisor: Rc0 mate is threatened now, but Red brought it on itself.
+/// let block = "e8f7".parse().unwrap();
+/// assert_eq!(classify_move(&before, block).heaviest(), MoveNature::MateThreat);
+/// let natures = classify_move_in_game(Some((&earlier, check)), &before, block);
+/// assert_eq!(natures.heaviest(), MoveNature::Idle);
+/// ```
+pub fn classify_move_in_game(prev: Option<(&Position, Move)>, before: &Position, mv: Move) -> Natures {
     let mut natures = classify_move(before, mv);
-    if natures.mate_threat
-        && let Some((earlier, _)) = prev
-        && before.is_check()
-        && self_inflicted(earlier, mv)
-    {
-        natures.mate_threat = false;
+    let Some((earlier, _)) = prev else { return natures };
+    if !before.is_check() || natures.heaviest() == MoveNature::Idle {
+        return natures;
+    }
+    if let Some(unchecked) = as_if_unchecked(earlier, mv) {
+        natures.mate_threat &= unchecked.mate_threat;
+        natures.chased &= unchecked.chased;
+        natures.chased_rooks &= natures.chased;
+        natures.chased_unprotected &= natures.chased;
+        natures.jointly_chased &= natures.chased;
+        natures.pawn_chased &= unchecked.pawn_chased;
     }
     natures
 }
 
-/// Whether `answer`, played on `earlier` (the position before the opponent's check) by the side
-/// that was then not to move, would threaten no mate: then the threat after the real answer is
-/// the checking side's own doing.
-fn self_inflicted(earlier: &Position, answer: Move) -> bool {
-    let defender = !earlier.turn();
-    // The checker in check there: the board cannot be handed to the defender.
+/// `answer` classified on `earlier`, the board before the opponent's check, with the answering
+/// side to move; `None` where that board cannot be handed over (the checker was in check there)
+/// or the answer is not legal on it.
+fn as_if_unchecked(earlier: &Position, answer: Move) -> Option<Natures> {
     if earlier.is_check() {
-        return false;
+        return None;
     }
-    let mut board = earlier.with_turn(defender);
-    if !board.is_legal(answer) {
-        return false;
-    }
-    board.play_unchecked(answer);
-    !board.is_check() && !mates_by_checks(&board.with_turn(defender), 2)
+    let board = earlier.with_turn(!earlier.turn());
+    board.is_legal(answer).then(|| classify_move(&board, answer))
 }
 
 /// Whether winning `target` with `attacker` needs another of the attacker's pieces (联合捉子: a

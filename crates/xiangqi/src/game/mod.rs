@@ -26,7 +26,7 @@ use crate::position::Position;
 use crate::types::{Color, Move, PieceKind};
 
 pub use axf::axf_chased;
-pub use classify::{MoveNature, Natures, classify_move};
+pub use classify::{MoveNature, Natures, classify_move, classify_move_in_game};
 
 /// Which set of competition rules adjudicates a game.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]

@@ -2,7 +2,7 @@
 //! 27.2; for WXF, as Fairy-Stockfish rules).
 
 use super::axf::axf_chased;
-use super::classify::{MoveNature, classify_in_context};
+use super::classify::{MoveNature, classify_move_in_game};
 use super::{Outcome, Reason, Ruleset, Verdict};
 use crate::bitboard::Bitboard;
 use crate::position::Position;
@@ -107,7 +107,7 @@ pub(super) fn forbidden_throughout(positions: &[Position], moves: &[Move], entry
     let side = last.turn();
     (0..n).rev().filter(|&i| positions[i].turn() == side).all(|i| {
         let prev = if i == 0 { entry } else { Some((&positions[i - 1], moves[i - 1])) };
-        classify_in_context(prev, &positions[i], moves[i]).heaviest() != MoveNature::Idle
+        classify_move_in_game(prev, &positions[i], moves[i]).heaviest() != MoveNature::Idle
     })
 }
 
@@ -116,7 +116,7 @@ fn conduct(positions: &[Position], moves: &[Move], entry: Option<(&Position, Mov
     let mut conduct = [Conduct::default(), Conduct::default()];
     for (i, (pos, &mv)) in positions.iter().zip(moves).enumerate() {
         let prev = if i == 0 { entry } else { Some((&positions[i - 1], moves[i - 1])) };
-        let natures = classify_in_context(prev, pos, mv);
+        let natures = classify_move_in_game(prev, pos, mv);
         let c = &mut conduct[pos.turn().index()];
         c.moves += 1;
         match natures.heaviest() {

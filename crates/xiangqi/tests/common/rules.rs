@@ -1,7 +1,7 @@
 //! Helpers for the tests of the repetition rules: moves in either notation, expectations on a
 //! move's nature, cycles played to their ruling.
 
-use xiangqi::game::{Game, GameConfig, MoveNature, Natures, Outcome, Ruleset, classify_move};
+use xiangqi::game::{Game, GameConfig, MoveNature, Natures, Outcome, Ruleset, classify_move_in_game};
 use xiangqi::notation::Chinese;
 use xiangqi::{Move, Position};
 
@@ -66,15 +66,22 @@ pub fn cycle_under(ruleset: Ruleset, fen: &str, moves: &[&str], natures: &[&str]
     assert_eq!(moves.len(), natures.len());
     let start = Position::from_fen(fen).unwrap_or_else(|e| panic!("{fen}: {e}"));
     let mut pos = start.clone();
+    let mut positions = Vec::new();
     let mut cycle = Vec::new();
-    for (text, expected) in moves.iter().zip(natures) {
+    for text in moves {
         let mv = parse_move(&pos, text);
         assert!(pos.is_legal(mv), "{text} ({mv}) is legal in {pos}");
-        check_nature(&pos, mv, &classify_move(&pos, mv), expected);
+        positions.push(pos.clone());
         pos.play(mv).unwrap();
         cycle.push(mv);
     }
     assert_eq!(pos.hash(), start.hash(), "the moves form a cycle");
+    // Each move is judged knowing the move before it, the cycle's last for its first (26.5).
+    for (i, expected) in natures.iter().enumerate() {
+        let prev = (i + cycle.len() - 1) % cycle.len();
+        let natures = classify_move_in_game(Some((&positions[prev], cycle[prev])), &positions[i], cycle[i]);
+        check_nature(&positions[i], cycle[i], &natures, expected);
+    }
     let mut game = Game::from_position(start, GameConfig { ruleset, ..GameConfig::default() });
     let plies = 2 * cycle.len();
     for (i, &mv) in cycle.iter().cycle().take(plies).enumerate() {
