@@ -655,3 +655,40 @@ fn articles_26_10_and_26_11_exchange_offers_chase_only_when_they_cannot_be_taken
         check_nature(&pos, mv, &classify_move(&pos, mv), expected);
     }
 }
+
+/// Pawn moves that attack: (what, FEN, move, nature). The crossed red pawn steps e5-f5 next to
+/// the black elephant g5, which the elephant e7 guards; the red rook g1 attacks it too.
+const PAWN_PARTNERS: &[(&str, &str, &str, &str)] = &[
+    (
+        "pawn and rook win the guarded elephant only together (pawn takes, elephant takes back, \
+         rook takes): a chase (26.2, 与其他子配合同时产生“捉”)",
+        "3k5/9/4b4/9/4P1b2/9/9/9/6R2/4K4 w - - 0 1",
+        "e5f5",
+        "chase g5 protected",
+    ),
+    ("without the rook the pawn wins nothing: idle", "3k5/9/4b4/9/4P1b2/9/9/9/9/4K4 w - - 0 1", "e5f5", "idle"),
+    (
+        "an unguarded elephant the pawn wins alone: the pawn's own chase, allowed (26.1)",
+        "3k5/9/9/9/4P1b2/9/9/9/9/4K4 w - - 0 1",
+        "e5f5",
+        "idle g5 pawn",
+    ),
+    (
+        "a guarded horse is worth more than the pawn, which wins it alone, the rook \
+         notwithstanding: allowed (26.1)",
+        "3k5/9/4b4/9/4P1n2/9/9/9/6R2/4K4 w - - 0 1",
+        "e5f5",
+        "idle g5 pawn",
+    ),
+];
+
+/// 26.1 and 26.2 on single pawn moves.
+#[test]
+fn article_26_2_a_pawn_chase_that_needs_another_piece_is_a_chase() {
+    for &(what, fen, text, expected) in PAWN_PARTNERS {
+        eprintln!("{what}");
+        let pos = Position::from_fen(fen).unwrap();
+        let mv = parse_move(&pos, text);
+        check_nature(&pos, mv, &classify_move(&pos, mv), expected);
+    }
+}

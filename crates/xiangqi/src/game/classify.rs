@@ -173,7 +173,8 @@ fn mates_by_checks(pos: &Position, checks_left: u32) -> bool {
 /// it uncovers or joins (24, 26.2), or through a check that wins the piece whatever the reply. Captures that were already possible before the move, by the
 /// same piece, do not count (the rook that still attacks the same advisor after sliding is
 /// idle). Chases by the king or a pawn are allowed (26.1) and left out, unless they are the
-/// other pieces' chases that the king's or pawn's move uncovered (26.2). A king move that answers
+/// other pieces' chases that the king's or pawn's move uncovered, or captures that win only
+/// together with another piece (26.2). A king move that answers
 /// check never chases or threatens mate (26.3). A defending side's lone attacking piece chases no
 /// advisor or elephant (26.4). An exchange offer that the other side cannot take without being
 /// mated or losing material chases the piece offered to (26.10); otherwise it is idle (兑), like
@@ -234,7 +235,10 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         if kind == Some(PieceKind::Pawn) {
             natures.pawn_chased |= bit;
         }
-        if matches!(kind, Some(PieceKind::King | PieceKind::Pawn)) || spared.contains(target) {
+        let joint = is_joint(&threats, attacker, target);
+        // The king's and the pawns' own chases are allowed (26.1), not those they make together
+        // with another piece (26.2: 与其他子配合同时产生“捉”).
+        if (matches!(kind, Some(PieceKind::King | PieceKind::Pawn)) && !joint) || spared.contains(target) {
             continue;
         }
         natures.chased |= bit;
@@ -244,7 +248,7 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         if !is_protected(&threats, attacker, target) {
             natures.chased_unprotected |= bit;
         }
-        if is_joint(&threats, attacker, target) {
+        if joint {
             natures.jointly_chased |= bit;
         } else {
             single |= bit;
