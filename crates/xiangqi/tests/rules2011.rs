@@ -656,8 +656,8 @@ fn articles_26_10_and_26_11_exchange_offers_chase_only_when_they_cannot_be_taken
     }
 }
 
-/// Pawn moves that attack: (what, FEN, move, nature). The crossed red pawn steps e5-f5 next to
-/// the black elephant g5, which the elephant e7 guards; the red rook g1 attacks it too.
+/// King and pawn moves that attack: (what, FEN, move, nature). The crossed red pawn steps e5-f5
+/// next to the black elephant g5, which the elephant e7 guards; the red rook g1 attacks it too.
 const PAWN_PARTNERS: &[(&str, &str, &str, &str)] = &[
     (
         "pawn and rook win the guarded elephant only together (pawn takes, elephant takes back, \
@@ -680,9 +680,16 @@ const PAWN_PARTNERS: &[(&str, &str, &str, &str)] = &[
         "e5f5",
         "idle g5 pawn",
     ),
+    (
+        "the red king steps to e1 and becomes the screen of the cannon i1 against the unprotected \
+         horse b1: the cannon's chase (26.2)",
+        "3k5/9/9/9/9/9/9/9/1n6C/4K4 w - - 0 1",
+        "e0e1",
+        "chase b1 unprotected",
+    ),
 ];
 
-/// 26.1 and 26.2 on single pawn moves.
+/// 26.1 and 26.2 on single king and pawn moves.
 #[test]
 fn article_26_2_a_pawn_chase_that_needs_another_piece_is_a_chase() {
     for &(what, fen, text, expected) in PAWN_PARTNERS {

@@ -192,7 +192,8 @@ pub struct Verdict {
     pub reason: Reason,
     /// The ruleset that decided it.
     pub ruleset: Ruleset,
-    /// The article of the 2011 rules (or the ruleset's equivalent) that applies, e.g. `25.1`.
+    /// The article of the 2011 rules that applies, e.g. `25.1`, or of the ruleset's own book
+    /// (the 1999 rules' numbers for [`Ruleset::Chinese1999`]).
     pub article: &'static str,
 }
 
@@ -651,10 +652,15 @@ impl Game {
         Some(self.rule_since(first))
     }
 
-    /// Rules on the moves from the position after `first` plies to now, with the move that
-    /// reached that position, if there is one (the WXF ruling weighs it, 26.5 reads the first
-    /// move in its light).
+    /// Rules on the moves from the position after `first` plies to now (see [`Span`]).
     fn rule_since(&self, first: usize) -> Outcome {
+        let span = self.span(first);
+        ruling::rule(self.config.ruleset, span.positions(), span.moves(), span.entry())
+    }
+
+    /// The positions from the one after `first` plies on and the moves played from them, with
+    /// the move that reached the first of them.
+    fn span(&self, first: usize) -> Span {
         let n = self.plies.len();
         let from = first.saturating_sub(1);
         let mut positions = Vec::with_capacity(n - from);
@@ -663,10 +669,8 @@ impl Game {
             positions.push(pos.clone());
             pos.play_unchecked(ply.mv);
         }
-        let moves: Vec<Move> = self.plies[from..n].iter().map(|p| p.mv).collect();
-        let entry = (from < first).then(|| (&positions[0], moves[0]));
-        let k = first - from;
-        ruling::rule(self.config.ruleset, &positions[k..], &moves[k..], entry)
+        let moves = self.plies[from..n].iter().map(|p| p.mv).collect();
+        Span { positions, moves, with_entry: from < first }
     }
 
     /// 23.4, the nine-round rule (2011 only): a side that has made nothing but forbidden moves
@@ -696,19 +700,11 @@ impl Game {
         if left != reached || left.count() < 3 {
             return None;
         }
-        let mut positions = Vec::with_capacity(PLIES);
-        let mut pos = self.position_at(first);
-        for ply in &self.plies[first..] {
-            positions.push(pos.clone());
-            pos.play_unchecked(ply.mv);
-        }
-        let moves: Vec<Move> = self.plies[first..].iter().map(|p| p.mv).collect();
-        let entry_pos = (first > 0).then(|| self.position_at(first - 1));
-        let entry = entry_pos.as_ref().map(|p| (p, self.plies[first - 1].mv));
-        if !ruling::forbidden_throughout(&positions, &moves, entry) {
+        let span = self.span(first);
+        if !ruling::forbidden_throughout(span.positions(), span.moves(), span.entry()) {
             return None;
         }
-        let ruling = ruling::rule(self.config.ruleset, &positions, &moves, entry);
+        let ruling = ruling::rule(self.config.ruleset, span.positions(), span.moves(), span.entry());
         Some(with_article(ruling, "23.4"))
     }
 
@@ -724,6 +720,31 @@ impl Game {
 
     fn hash_at(&self, ply_index: usize) -> u64 {
         if ply_index == 0 { self.start.hash() } else { self.plies[ply_index - 1].hash }
+    }
+}
+
+/// Moves a ruling weighs, the positions they were played in, and the move before them (the WXF
+/// ruling weighs it too; 26.5 reads the first move in its light).
+struct Span {
+    /// The positions, the entry's first where there is one.
+    positions: Vec<Position>,
+    /// The moves played from `positions`.
+    moves: Vec<Move>,
+    /// Whether the first position and move are the entry.
+    with_entry: bool,
+}
+
+impl Span {
+    fn positions(&self) -> &[Position] {
+        &self.positions[usize::from(self.with_entry)..]
+    }
+
+    fn moves(&self) -> &[Move] {
+        &self.moves[usize::from(self.with_entry)..]
+    }
+
+    fn entry(&self) -> Option<(&Position, Move)> {
+        self.with_entry.then(|| (&self.positions[0], self.moves[0]))
     }
 }
 
