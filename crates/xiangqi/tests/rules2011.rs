@@ -603,6 +603,35 @@ const OFFERS: &[(&str, &str, &str, &str)] = &[
         "e5c6",
         "idle",
     ),
+    // 26.10, 立即被杀: the red horse c6-b8 (guarded by the pawn c8, which also blocks its way to
+    // d9) offers itself to the black horse d9, which keeps the red rook a0 from mating on a9
+    // (the pawn e7 takes e8 from the black king).
+    (
+        "taking the horse lets the rook mate on a9: the offer chases (26.10)",
+        "3nk4/2P6/4P4/2N6/9/9/9/9/9/R2K5 w - - 0 1",
+        "c6b8",
+        "chase d9 protected",
+    ),
+    (
+        "without the pawn e7 the king escapes to e8: an exchange, idle",
+        "3nk4/2P6/9/2N6/9/9/9/9/9/R2K5 w - - 0 1",
+        "c6b8",
+        "idle",
+    ),
+    // 26.10, 如邀兑之子参与做杀: the red rook h0-h8 offers the exchange to the black rook a8 (each
+    // guarded by a horse) and threatens Rh9 mate with the pawn e7.
+    (
+        "an offer whose rook also takes part in a mate threat: a mate threat (26.10, 26.6)",
+        "4k4/r8/4P4/1n4N2/9/9/9/9/9/3K3R1 w - - 0 1",
+        "h0h8",
+        "threat",
+    ),
+    (
+        "the same offer without the pawn threatens nothing: an exchange, idle",
+        "4k4/r8/9/1n4N2/9/9/9/9/9/3K3R1 w - - 0 1",
+        "h0h8",
+        "idle",
+    ),
     // 26.11: the red rook comes to a5 where, with the red horse e4, it contacts the black horse
     // c5, which attacks the horse e4 in turn; the elephants a7 and e7 guard c5.
     (

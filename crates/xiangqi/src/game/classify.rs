@@ -266,7 +266,8 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         if threats.piece_at(offered).is_some_and(|p| p.kind == PieceKind::Rook) {
             natures.chased_rooks |= bit;
         }
-        if !is_protected(&threats, mv.to(), offered) {
+        // Unprotected only as the offering piece would find it taking (where it can).
+        if threats.is_legal(Move::new(mv.to(), offered)) && !is_protected(&threats, mv.to(), offered) {
             natures.chased_unprotected |= bit;
         }
     }
@@ -287,8 +288,8 @@ fn lone_attacker_moved(after: &Position, mv: Move) -> bool {
 }
 
 /// 26.10 (同兵种邀兑，被邀兑方兑子后立即被杀或子力价值受损，邀兑方按“捉”处理): the enemy pieces of
-/// its own kind that the moved rook, horse or cannon newly offers to exchange with (each can take
-/// the other) where taking the offered piece costs the taker: it is then mated by checks, or
+/// its own kind that the moved rook, horse or cannon newly offers itself to (that can take it)
+/// where taking the offered piece costs the taker: it is then mated by checks, or
 /// the offering side wins more than the piece it gave, and more than it could win before the
 /// offer was taken. An offer whose acceptance costs nothing is an exchange (兑), idle; an offer
 /// that also threatens mate already counts as a mate threat (26.10's last sentence, 26.6).
@@ -305,9 +306,8 @@ fn offers_not_to_accept(before: &Position, after: &Position, mv: Move) -> Vec<Sq
         .iter()
         .copied()
         .filter(|m| m.to() == mv.to() && after.piece_at(m.from()).is_some_and(|p| p.kind == offered.kind))
-        .filter(|m| threats.is_legal(Move::new(mv.to(), m.from())))
-        // An offer the piece already made from its old point is no new one.
-        .filter(|m| !before.pseudo_attacks(mv.from()).contains(m.from()))
+        // An offer the piece already made on its old point is no new one.
+        .filter(|m| !before.pseudo_attacks(m.from()).contains(mv.from()))
         .collect();
     if takers.is_empty() {
         return Vec::new();
