@@ -170,16 +170,17 @@ fn mates_by_checks(pos: &Position, checks_left: u32) -> bool {
 /// Classifies `mv`, a legal move in `before`, by article 24 and the general rules of 26.
 ///
 /// A chase is a capture with gain that the move creates: by the moved piece, or by another piece
-/// it uncovers or joins (24, 26.2), or through a check that wins the piece whatever the reply. Captures that were already possible before the move, by the
-/// same piece, do not count (the rook that still attacks the same advisor after sliding is
-/// idle). Chases by the king or a pawn are allowed (26.1) and left out, unless they are the
-/// other pieces' chases that the king's or pawn's move uncovered, or captures that win only
-/// together with another piece (26.2). A king move that answers
-/// check never chases or threatens mate (26.3). A defending side's lone attacking piece chases no
-/// advisor or elephant (26.4). An exchange offer that the other side cannot take without being
-/// mated or losing material chases the piece offered to (26.10); otherwise it is idle (兑), like
-/// a rook and horse (cannon) in contact with a protected horse (cannon) that can take the offered
-/// piece without loss (26.11: the exchange on its point gains nothing).
+/// it uncovers or joins (24, 26.2), or through a check that wins the piece whatever the reply.
+/// Captures that were already possible before the move, by the same piece, do not count (the
+/// rook that still attacks the same advisor after sliding is idle). Chases by the king or a pawn
+/// are allowed (26.1) and left out, unless they are the other pieces' chases that the king's or
+/// pawn's move uncovered, or captures that win only together with another piece (26.2). A king
+/// move that answers check never chases or threatens mate (26.3). A defending side's lone
+/// attacking piece chases no advisor or elephant (26.4). An exchange offer that the other side
+/// cannot take without being mated or losing material chases the piece offered to (26.10);
+/// otherwise it is idle (兑), like a rook and horse (cannon) in contact with a protected horse
+/// (cannon) that can take the offered piece without loss (26.11: the exchange on its point gains
+/// nothing). [`classify_move_in_game`] also knows the move before (26.5).
 ///
 /// ```
 /// use xiangqi::{Position, game::{classify_move, MoveNature}};

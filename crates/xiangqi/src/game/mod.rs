@@ -549,9 +549,9 @@ impl Game {
     }
 
     /// Plies that may still be played without a capture before the natural move limit draws the
-    /// game (0 once it has). Under the 2011 rules at most 10 checks of the side that claims count
-    /// (22.2; 1999: 23.3); either side may claim, so the side with fewer checks decides. Under WXF checks
-    /// beyond the tenth of the side that checked most do not count (see
+    /// game (0 once it has). Under the Chinese rules at most 10 checks of the side that claims
+    /// count (2011: 22.2; 1999: 23.3); either side may claim, so the side with fewer checks
+    /// decides. Under WXF checks beyond the tenth of the side that checked most do not count (see
     /// [`Game::axf_check_discount`]).
     ///
     /// ```

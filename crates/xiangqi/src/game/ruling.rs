@@ -34,7 +34,7 @@ enum Weighty {
 
 impl Conduct {
     /// Every move checks, threatens mate or chases (24: 禁止着法).
-    fn forbidden_2011(&self) -> bool {
+    fn forbidden(&self) -> bool {
         self.moves > 0 && self.checks + self.threats + self.chases == self.moves
     }
 
@@ -157,7 +157,7 @@ fn rule_1999(red: &Conduct, black: &Conduct) -> Outcome {
         (true, true) => return draw(ruleset, "26.3"),
         (false, false) => {}
     }
-    match (red.forbidden_2011(), black.forbidden_2011()) {
+    match (red.forbidden(), black.forbidden()) {
         (false, false) => draw(ruleset, "26.2"),
         (true, true) => draw(ruleset, "26.3"),
         (true, false) if black.attacks_throughout_1999() => draw(ruleset, "27.2"),
@@ -179,7 +179,7 @@ fn rule_2011(ruleset: Ruleset, red: &Conduct, black: &Conduct) -> Outcome {
     if ruleset == Ruleset::Simple {
         return draw(ruleset, "25.2");
     }
-    match (red.forbidden_2011(), black.forbidden_2011()) {
+    match (red.forbidden(), black.forbidden()) {
         (false, false) => draw(ruleset, "25.2"),
         (true, false) => loses(ruleset, Color::Red, red.reason(), "25.3"),
         (false, true) => loses(ruleset, Color::Black, black.reason(), "25.3"),
