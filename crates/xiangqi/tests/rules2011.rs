@@ -548,6 +548,14 @@ const ANSWERS: &[(&str, &str, &str, &str, &str)] = &[
         "e8f7",
         "chase h8 unprotected",
     ),
+    (
+        "the black rook blocks on f4 next to the checking rook and attacks it: it takes part in \
+         that chase, which counts though the rook stood elsewhere before the check",
+        "5k3/4a4/9/9/9/8r/R8/9/9/4K4 w - - 0 1",
+        "a3f3",
+        "i4f4",
+        "chase f3 rook unprotected",
+    ),
 ];
 
 /// 26.5 on single answers to a check.

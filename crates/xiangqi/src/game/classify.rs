@@ -341,8 +341,8 @@ fn best_gain(pos: &Position) -> i32 {
 /// it is itself under a mate threat, or where its pieces can be won (a protector that leaves its
 /// line to check, 做为根的子，自己离线断根“将军”), answers for that itself: the other side's answer
 /// to the check threatens mate and chases only what it would also threaten and chase on the board
-/// as it stood before the check (若另一方应将着法产生新的杀法，仍应按“杀”处理). The king's answers
-/// are idle anyway (26.3).
+/// as it stood before the check (若另一方应将着法产生新的杀法，仍应按“杀”处理), or what the answering
+/// piece itself attacks (it takes part in that chase). The king's answers are idle anyway (26.3).
 ///
 /// ```
 /// use xiangqi::{Position, game::{MoveNature, classify_move, classify_move_in_game}};
@@ -364,8 +364,12 @@ pub fn classify_move_in_game(prev: Option<(&Position, Move)>, before: &Position,
         return natures;
     }
     if let Some(unchecked) = as_if_unchecked(earlier, mv) {
+        // What the answering piece itself attacks it takes part in (无直接参与...不予考虑 spares
+        // only the chases it had no part in).
+        let mut after = before.clone();
+        after.play_unchecked(mv);
         natures.mate_threat &= unchecked.mate_threat;
-        natures.chased &= unchecked.chased;
+        natures.chased &= unchecked.chased | after.pseudo_attacks(mv.to());
         natures.chased_rooks &= natures.chased;
         natures.chased_unprotected &= natures.chased;
         natures.jointly_chased &= natures.chased;
