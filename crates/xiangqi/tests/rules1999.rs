@@ -12,7 +12,8 @@
 //! (25.2), one side forbidden 26.4 (25.3), stalemate 4.1.3 (4.1.2), no possible win 4.2.1
 //! (4.2.2).
 //!
-//! The positions of the 26.9 rows are those of `rules2011.rs`, where each is explained.
+//! The positions of the 26.9 rows and of the figures of the 2011 text are those of
+//! `rules2011.rs`, where each is explained.
 
 mod common;
 
@@ -105,6 +106,22 @@ const CASES: &[Case] = &[
         chinese1999: Draw("26.3"),
     },
     Case {
+        what: "figure 3: chases of unprotected horses against chases of rooks",
+        fen: "3aka3/9/9/7R1/6R2/9/9/2n1B2r1/N2KA4/2n5r w - - 0 1",
+        moves: ["相五退三", "车8平7", "相三进五", "车7平8"],
+        natures: ["chase c0 unprotected", "chase g5 rook", "chase c2 unprotected", "chase h6 rook"],
+        chinese2011: Draw("26.9"),
+        chinese1999: Draw("26.3"),
+    },
+    Case {
+        what: "figure 2: two chases against a chase and an exchange offer (one side forbidden)",
+        fen: "4k3r/9/6n2/7N1/9/9/9/6N1C/9/3K3R1 w - - 0 1",
+        moves: ["马二退一", "车9平8", "马一进二", "车8平9"],
+        natures: ["chase i9 rook unprotected", "idle", "chase h9 rook", "chase i2 unprotected"],
+        chinese2011: Win(Black, PerpetualChase, "25.3"),
+        chinese1999: Win(Black, PerpetualChase, "26.4"),
+    },
+    Case {
         what: "figure 5: chases against idle moves (one side forbidden)",
         fen: "3aka3/9/8b/9/2b6/5N3/6p2/2C1B1n2/9/4K4 w - - 0 1",
         moves: ["马四退六", "象9进7", "马六进四", "象7退9"],
@@ -173,7 +190,7 @@ fn the_1999_and_2011_rulings_of_each_cycle() {
 fn article_26_3_both_sides_forbidden_is_always_a_draw() {
     let mutual: Vec<&Case> =
         CASES.iter().filter(|c| matches!(c.chinese2011, Win(_, _, "26.9") | Draw("26.9"))).collect();
-    assert_eq!(mutual.len(), 7);
+    assert_eq!(mutual.len(), 8);
     assert!(mutual.iter().all(|c| matches!(c.chinese1999, Draw("26.3"))));
 }
 
