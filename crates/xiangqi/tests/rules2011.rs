@@ -1,7 +1,10 @@
-//! The Chinese Xiangqi Association's 2011 repetition rules (棋例, articles 24-26), one concrete
+//! The Chinese Xiangqi Association's 2011 repetition rules (棋例, articles 23-26), one concrete
 //! position and cycle per ruling: the both-sides-forbidden rulings of 26.9, the worked examples
-//! of the rules text (`shared/seeds/rules-2011-chinese-xiangqi-association.txt`, lines 239-259)
-//! and the king and pawn rules of 26.1 and 26.2.
+//! of the rules text (`shared/seeds/rules-2011-chinese-xiangqi-association.txt`, lines 239-259),
+//! the king and pawn rules of 26.1 and 26.2, the nine-round rule of 23.4, the defending side's
+//! lone attacker of 26.4, the self-inflicted positions of 26.5 and the exchange offers of 26.10
+//! and 26.11. Tables of single moves give each article's cases, those where it must not apply
+//! among them.
 //!
 //! Every cycle is four plies (a move of each side and both moves back) played until the start
 //! position occurs the third time, when the game is ruled. Before that, each move's nature is
