@@ -25,6 +25,7 @@
 //! [`stats`]; [`records`] keeps the games of evaluation matches (`xqz eval match`, the strength
 //! tracker of `xqz run`) in one table that `xqz eval ladder` rates whole.
 
+pub mod ladder;
 pub mod player;
 pub mod records;
 pub mod stats;

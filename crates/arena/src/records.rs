@@ -169,6 +169,8 @@ pub struct GameRow {
     pub opening: String,
     /// `a`'s score: 1, ½ or 0.
     pub a_score: f64,
+    /// How the game ended: the verdict's reason (`checkmate`, `perpetual check`), or `forfeit`.
+    pub reason: String,
 }
 
 /// The games two players played against each other in a folder's records, pooled over every
@@ -191,6 +193,9 @@ pub struct Pairing {
     pub pairs: Pentanomial,
     /// The matches pooled.
     pub matches: usize,
+    /// How the games ended, by who won and why: `R3 wins by checkmate`, `draw by move limit`
+    /// (the winner by name, so the keys read the same either way round).
+    pub endings: BTreeMap<String, u32>,
 }
 
 impl Pairing {
@@ -211,6 +216,7 @@ impl Pairing {
             games: MatchResult { wins: self.games.losses, draws: self.games.draws, losses: self.games.wins },
             pairs,
             matches: self.matches,
+            endings: self.endings.clone(),
         }
     }
 }
@@ -247,11 +253,18 @@ pub fn pairings(rows: &[GameRow]) -> Vec<Pairing> {
                 games: MatchResult::default(),
                 pairs: Pentanomial::default(),
                 matches: 0,
+                endings: BTreeMap::new(),
             });
             matches.push(BTreeMap::new());
             pairings.len() - 1
         });
         let pairing = &mut pairings[at];
+        let ending = match row.a_score {
+            s if s >= 1.0 => format!("{} wins by {}", row.a, row.reason),
+            s if s <= 0.0 => format!("{} wins by {}", row.b, row.reason),
+            _ => format!("draw by {}", row.reason),
+        };
+        *pairing.endings.entry(ending).or_default() += 1;
         let score = if pairing.a == row.a { row.a_score } else { 1.0 - row.a_score };
         match score {
             s if s >= 1.0 => pairing.games.wins += 1,
@@ -476,6 +489,7 @@ pub fn read_games(out: &Path) -> Result<Vec<GameRow>> {
         let pair = column("pair").as_any().downcast_ref::<UInt32Array>().expect("checked schema").clone();
         let score = column("a_score").as_any().downcast_ref::<Float64Array>().expect("checked schema").clone();
         let (starts, moves) = (text("start_fen"), text("moves"));
+        let (reasons, forfeits) = (text("reason"), text("forfeit"));
         let opening_plies =
             column("opening_plies").as_any().downcast_ref::<UInt32Array>().expect("checked schema").clone();
         for i in 0..batch.num_rows() {
@@ -492,6 +506,7 @@ pub fn read_games(out: &Path) -> Result<Vec<GameRow>> {
                     moves.value(i).split_whitespace().take(opening_plies.value(i) as usize),
                 ),
                 a_score: score.value(i),
+                reason: if forfeits.is_valid(i) { "forfeit".to_string() } else { reasons.value(i).to_string() },
             });
         }
     }

@@ -9,7 +9,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use xiangqi::game::{Game, GameConfig, Outcome};
 use xiangqi::{Color, Move, Position};
-use xqz_mcts::{OpeningSuite, game_seed};
+use xqz_mcts::{OpeningSuite, SuiteError, game_seed};
 
 use crate::MatchResult;
 use crate::player::{Forfeit, Player, PlayerError, play_game};
@@ -39,9 +39,8 @@ impl Openings {
     ///
     /// # Errors
     /// The first line that is not a valid position, with its number.
-    pub fn parse_suite(text: &str) -> Result<Openings, String> {
-        let suite = OpeningSuite::parse(text).map_err(|e| e.to_string())?;
-        Ok(Openings::Suite(suite.positions().to_vec()))
+    pub fn parse_suite(text: &str) -> Result<Openings, SuiteError> {
+        Ok(Openings::Suite(OpeningSuite::parse(text)?.positions().to_vec()))
     }
 
     /// The start of pair `pair` under `config`.

@@ -34,8 +34,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use thiserror::Error;
-use xiangqi::Move;
 use xiangqi::game::Game;
+use xiangqi::{Move, START_FEN};
 use xqz_uci::protocol::{Command, Go, Info, OptionKind, Response, ResponseError, Start};
 pub use xqz_uci::protocol::{ParseMoveError, Ranks, Score, format_move, parse_move};
 
@@ -209,6 +209,15 @@ pub struct Reply {
     pub nodes: Option<u64>,
 }
 
+/// One line of an analysis ([`UciEngine::analyse`]): the line's first move and its score.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PvLine {
+    /// The first move of the line, legal in the analysed position.
+    pub first: Move,
+    /// Its score, from the side to move.
+    pub score: Score,
+}
+
 /// What can go wrong with an engine. After `Timeout`, `Exited`, `Io` or `Protocol` the engine is
 /// in an unknown state and should be dropped; after `IllegalMove` and `NoMove` it is idle again.
 #[derive(Debug, Error)]
@@ -321,29 +330,79 @@ impl UciEngine {
     }
 
     /// Asks for a move in `game`'s current position, sent as `position fen <start> moves ...`
-    /// in the engine's dialect; the reply is checked to be legal there.
+    /// (`position startpos moves ...` from the standard start) in the engine's dialect; the reply
+    /// is checked to be legal there.
     ///
     /// The wait for `bestmove` lasts the limit's `movetime` plus [`EngineConfig::timeout`].
     ///
     /// # Panics
     /// If `limit` is empty.
     pub fn go(&mut self, game: &Game, limit: &Limit) -> Result<Reply, EngineError> {
+        let mut reported = Reported::default();
+        let best = self.search(game, limit, |info| reported.update(info))?;
+        Ok(Reply { best, score: reported.score, depth: reported.depth, nodes: reported.nodes })
+    }
+
+    /// The engine's best `lines` moves in `game`'s current position with their scores (from the
+    /// side to move), best first: a search with `MultiPV` set to `lines` (and back to 1 after).
+    /// A move whose last report was only a bound, or that the engine never reported, is left
+    /// out (as is a line whose first move is not legal in the position), so fewer lines than
+    /// asked may come back.
+    ///
+    /// ```no_run
+    /// # use xiangqi::game::Game;
+    /// # use xqz_arena::uci::{EngineConfig, Limit, UciEngine};
+    /// let mut engine = UciEngine::spawn(&EngineConfig::fairy_stockfish("/usr/games/fairy-stockfish"))?;
+    /// for line in engine.analyse(&Game::new(Default::default()), &Limit::depth(8), 4)? {
+    ///     println!("{} {:?}", line.first, line.score);
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    ///
+    /// # Panics
+    /// If `limit` is empty or `lines` is 0.
+    pub fn analyse(&mut self, game: &Game, limit: &Limit, lines: u32) -> Result<Vec<PvLine>, EngineError> {
+        assert!(lines > 0, "an analysis needs at least one line");
+        self.send(&Command::SetOption { name: "MultiPV".to_string(), value: Some(lines.to_string()) })?;
+        let mut latest: Vec<Option<PvLine>> = vec![None; lines as usize];
+        let searched = self.search(game, limit, |info| {
+            let k = info.multipv.unwrap_or(1) as usize;
+            let Some(&first) = info.pv.first() else { return };
+            let Some(slot) = latest.get_mut(k.wrapping_sub(1)) else { return };
+            *slot = match (info.score, info.bound) {
+                (Some(score), None) => Some(PvLine { first, score }),
+                _ => None,
+            };
+        });
+        self.send(&Command::SetOption { name: "MultiPV".to_string(), value: Some("1".to_string()) })?;
+        searched?;
+        // A line whose first move is not legal there is the engine's mistake, not an analysis.
+        let legal = game.legal_moves();
+        Ok(latest.into_iter().flatten().filter(|line| legal.contains(&line.first)).collect())
+    }
+
+    /// Sends the position and `go`, hands every `info` line to `on_info`, and returns the
+    /// `bestmove`, checked to be legal in `game`.
+    fn search(&mut self, game: &Game, limit: &Limit, mut on_info: impl FnMut(&Info)) -> Result<Move, EngineError> {
         assert!(!limit.is_empty(), "a search limit needs nodes, depth or movetime");
-        self.send(&Command::Position {
-            start: Start::Fen(Box::new(game.start().clone())),
-            moves: game.moves().collect(),
-        })?;
+        // A game from the standard start is sent as `startpos`, as GUIs send it: an engine whose
+        // FEN letters differ from ours (horses and elephants) still understands it.
+        let start = if game.start().to_string() == START_FEN {
+            Start::StartPos
+        } else {
+            Start::Fen(Box::new(game.start().clone()))
+        };
+        self.send(&Command::Position { start, moves: game.moves().collect() })?;
         self.send(&limit.command())?;
         let deadline = deadline_after(limit.movetime.unwrap_or_default().saturating_add(self.config.timeout));
-        let mut reported = Reported::default();
         let illegal = |text: String| EngineError::IllegalMove { text, fen: game.position().to_string() };
         loop {
             let line = self.next_line("bestmove", deadline)?;
             match Response::parse(&line, self.config.ranks) {
-                Ok(Response::Info(info)) => reported.update(&info),
+                Ok(Response::Info(info)) => on_info(&info),
                 Ok(Response::BestMove { best: None, .. }) => return Err(EngineError::NoMove),
                 Ok(Response::BestMove { best: Some(best), .. }) if game.legal_moves().contains(&best) => {
-                    return Ok(Reply { best, score: reported.score, depth: reported.depth, nodes: reported.nodes });
+                    return Ok(best);
                 }
                 Ok(Response::BestMove { best: Some(best), .. }) => {
                     return Err(illegal(format_move(best, self.config.ranks)));
@@ -355,7 +414,7 @@ impl UciEngine {
                     return Err(EngineError::Protocol(format!("{e} in {line:?}")));
                 }
                 // Other lines (an `info` line that does not parse among them) carry nothing the
-                // reply needs.
+                // search needs.
                 _ => {}
             }
         }

@@ -198,20 +198,25 @@ fn fake_engine_sees_the_expected_commands() {
         );
         let limit = Limit { nodes: Some(100), depth: Some(3), movetime: Some(Duration::from_millis(20)) };
         assert!(matches!(engine.go(&game, &limit), Err(EngineError::IllegalMove { .. })));
+        // A game from any other position goes as its FEN.
+        let elsewhere = Game::from_position(game.position().clone(), GameConfig::default());
+        assert!(matches!(engine.go(&elsewhere, &Limit::depth(1)), Err(EngineError::IllegalMove { .. })));
     }
     let sent = std::fs::read_to_string(&log).unwrap();
     let _ = std::fs::remove_file(&log);
-    let start_fen = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABNR w - - 0 1";
+    // Games from the standard start go as `startpos`, as GUIs send them.
     let expected = [
         "uci ".to_string(),
         "setoption name Hash value 32".to_string(),
         "isready ".to_string(),
         "ucinewgame ".to_string(),
         "isready ".to_string(),
-        format!("position fen {start_fen}"),
+        "position startpos".to_string(),
         "go depth 2".to_string(),
-        format!("position fen {start_fen} moves h2e2 h9g7 i0i1"),
+        "position startpos moves h2e2 h9g7 i0i1".to_string(),
         "go depth 3 nodes 100 movetime 20".to_string(),
+        format!("position fen {}", game.position()),
+        "go depth 1".to_string(),
         "quit ".to_string(),
     ];
     assert_eq!(sent.lines().collect::<Vec<_>>(), expected);

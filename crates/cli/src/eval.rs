@@ -14,6 +14,10 @@ pub enum EvalCommand {
     /// Play a match between two players and report W/D/L, pair counts, Elo, LOS and SPRT.
     #[cfg(feature = "torch")]
     Match(Box<crate::eval_match::MatchArgs>),
+    /// A player's place on the ladder of Fairy-Stockfish rungs (`models/ladder.jsonl`): a first
+    /// rung, then the two around the estimate, rated with the rungs held at the table's Elo.
+    #[cfg(feature = "torch")]
+    Rate(Box<crate::rate::RateArgs>),
     /// Rate every player in a folder's match games jointly (Bradley-Terry) and plot Elo
     /// against training steps.
     Ladder(LadderArgs),
@@ -28,6 +32,9 @@ pub enum EvalCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Build a balanced opening suite over the ECCO families for anchor matches: lines walked
+    /// by an engine's near-best moves, kept where its deeper search calls them even.
+    Suite(crate::suite::SuiteArgs),
     /// Plot a run folder's curves now, as `xqz run` does when it stops: `losses.svg` and
     /// `strength.svg` (Elo against the anchor over hours).
     Plot {
@@ -66,12 +73,21 @@ pub fn run(command: EvalCommand) -> Result<ExitCode> {
     match command {
         #[cfg(feature = "torch")]
         EvalCommand::Match(args) => crate::eval_match::run(&args),
+        #[cfg(feature = "torch")]
+        EvalCommand::Rate(args) => {
+            crate::rate::run(&args)?;
+            Ok(ExitCode::SUCCESS)
+        }
         EvalCommand::Plot { run } => {
             let done = crate::plot::plot_run(&run);
             anyhow::ensure!(!done.is_empty(), "{} has neither trainer/metrics.csv nor strength.csv", run.display());
             for line in done {
                 println!("{line}");
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        EvalCommand::Suite(args) => {
+            crate::suite::run(&args)?;
             Ok(ExitCode::SUCCESS)
         }
         EvalCommand::Results { run, json } => {

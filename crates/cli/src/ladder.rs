@@ -130,6 +130,7 @@ mod tests {
             pair: 0,
             opening: String::new(),
             a_score,
+            reason: "checkmate".to_string(),
         };
         let games = pairings(&[game("a", "b", 1.0), game("b", "c", 0.5), game("x", "y", 1.0), game("y", "x", 0.0)]);
         let reached: Vec<String> = connected(&games, "c").into_iter().collect();

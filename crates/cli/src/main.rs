@@ -21,6 +21,8 @@ mod model;
 #[cfg(feature = "torch")]
 mod pipeline;
 mod plot;
+#[cfg(feature = "torch")]
+mod rate;
 mod results;
 #[cfg(feature = "torch")]
 mod selfplay;
@@ -28,6 +30,7 @@ mod settings;
 mod status;
 #[cfg(feature = "torch")]
 mod strength;
+mod suite;
 mod token;
 #[cfg(feature = "torch")]
 mod train;

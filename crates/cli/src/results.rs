@@ -131,15 +131,17 @@ pub fn pairing(out: &Path, a: &str, b: &str) -> Result<Option<Pairing>> {
     }))
 }
 
-/// A pairing's totals as JSON: [`report_json`]'s fields and `matches`.
+/// A pairing's totals as JSON: [`report_json`]'s fields, `matches` and `endings` (games by who
+/// won and why).
 pub fn pairing_json(pairing: &Pairing) -> serde_json::Value {
     let mut json = report_json(&pairing.a, &pairing.b, &pairing.report(), None);
     json["matches"] = pairing.matches.into();
+    json["endings"] = serde_json::json!(pairing.endings);
     json
 }
 
-/// `xqz eval results`: every pairing of `run`'s games pooled over its matches, one line each (a
-/// JSON object per line with `json`: [`report_json`]'s fields and `matches`).
+/// `xqz eval results`: every pairing of `run`'s games pooled over its matches, one line each with
+/// how its games ended under it (a JSON object per line with `json`: [`pairing_json`]'s fields).
 ///
 /// # Errors
 /// If the table cannot be read, or holds no games.
@@ -151,6 +153,9 @@ pub fn pooled(run: &Path, json: bool) -> Result<()> {
             println!("{}", pairing_json(p));
         } else {
             println!("{} vs {} ({} matches): {}", p.a, p.b, p.matches, summary(&p.report(), None));
+            for (ending, count) in &p.endings {
+                println!("  {count:>5} {ending}");
+            }
         }
     }
     Ok(())

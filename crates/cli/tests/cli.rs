@@ -218,6 +218,18 @@ fn bench_compare_runs_two_binaries_in_alternation_and_prints_their_ratios() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("must be 'bench ...'"));
 }
 
+/// The match records committed under docs/learning-evidence recount to the totals and ratings
+/// committed beside them (what the docs quote), and the ladder built into `xqz` is the ladder
+/// folder's.
+#[test]
+fn the_committed_evidence_recounts_to_the_numbers_the_docs_quote() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/recount-evidence");
+    let out = Command::new(script).env("XQZ", env!("CARGO_BIN_EXE_xqz")).output().expect("recount-evidence runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stderr}", stdout(&out));
+    assert!(stderr.contains("recounted docs/learning-evidence/ladder"), "{stderr}");
+}
+
 #[test]
 fn bench_ingest_json_reports_every_game_accepted_with_latencies_and_the_coordinators_memory() {
     let args = ["bench", "ingest", "--workers", "3", "--games", "4", "--batch", "2", "--max-plies", "40", "--json"];

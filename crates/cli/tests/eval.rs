@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array};
 use arrow_ipc::reader::FileReader;
-use xiangqi::game::{Game, GameConfig, Outcome};
+use xiangqi::game::{Game, GameConfig, Outcome, Ruleset};
 use xiangqi::{Color, Position};
 use xqz_dataset::GameResult;
 use xqz_test_support::fairy_stockfish;
@@ -32,6 +32,13 @@ fn xqz(args: &[&str]) -> Output {
     out
 }
 
+/// The error `xqz` with `args` fails with.
+fn refused(args: &[&str]) -> String {
+    let out = xqz_status(args);
+    assert!(!out.status.success(), "xqz {args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 fn read_table(dir: &Path) -> Vec<RecordBatch> {
     let file = File::open(dir.join("eval/games.arrow")).unwrap();
     FileReader::try_new(file, None).unwrap().map(Result::unwrap).collect()
@@ -41,13 +48,14 @@ fn text<'a>(batch: &'a RecordBatch, name: &str) -> &'a StringArray {
     batch.column_by_name(name).unwrap().as_any().downcast_ref::<StringArray>().unwrap()
 }
 
-/// Replays every recorded game and checks its result against our adjudication.
-fn check_games(batch: &RecordBatch, max_plies: u32) {
+/// Replays every recorded game under `ruleset` and checks its result against our adjudication.
+fn check_games(batch: &RecordBatch, max_plies: u32, ruleset: Ruleset) {
     let plies = batch.column_by_name("plies").unwrap().as_any().downcast_ref::<UInt32Array>().unwrap();
     let score = batch.column_by_name("a_score").unwrap().as_any().downcast_ref::<Float64Array>().unwrap();
     for i in 0..batch.num_rows() {
         let start = Position::from_fen(text(batch, "start_fen").value(i)).unwrap();
-        let mut game = Game::from_position(start, GameConfig { max_plies: Some(max_plies), ..GameConfig::default() });
+        let mut game =
+            Game::from_position(start, GameConfig { max_plies: Some(max_plies), ruleset, ..GameConfig::default() });
         let moves = text(batch, "moves").value(i);
         for mv in moves.split_whitespace() {
             game.push_str(mv).unwrap_or_else(|e| panic!("game {i}: {e} in {moves}"));
@@ -96,12 +104,20 @@ fn a_checkpoint_through_xqz_uci_against_fairy_stockfish() {
         out.to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(stdout.contains("final: 4 games"), "{stdout}");
+    assert!(stdout.contains("final: 4 games") && stdout.contains("wxf rules"), "{stdout}");
     assert!(stdout.contains("pairs [") && stdout.contains("LOS"), "{stdout}");
     let batches = read_table(&out);
     assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 4);
     for batch in &batches {
-        check_games(batch, 80);
+        // A match with Fairy-Stockfish is ruled by the rules it knows, from the balanced suite.
+        check_games(batch, 80, Ruleset::Wxf);
+        let suite =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/openings/balanced.epd"))
+                .unwrap();
+        for i in 0..batch.num_rows() {
+            let start = text(batch, "start_fen").value(i);
+            assert!(suite.lines().any(|line| line.starts_with(start)), "{start} is not in the balanced suite");
+        }
         // Both engines played: Fairy-Stockfish's moves came through its 1-10 ranks.
         assert!((0..batch.num_rows()).all(|i| text(batch, "red").value(i) != text(batch, "black").value(i)));
     }
@@ -144,7 +160,7 @@ fn an_sprt_stops_a_lopsided_match_and_the_ladder_rates_the_players() {
     let games: usize = read_table(dir.path()).iter().map(RecordBatch::num_rows).sum();
     assert!(games < 120, "the test stopped the match early ({games} games)");
     for batch in read_table(dir.path()) {
-        check_games(&batch, 150);
+        check_games(&batch, 150, Ruleset::Chinese2011);
     }
     // A second match appends to the same table; one pair decides nothing, and the exit status
     // says so.
@@ -280,6 +296,9 @@ fn a_match_cut_short_goes_on_from_its_pairs_and_its_parts_score_as_one() {
         let pooled = results(dir);
         assert_eq!(pooled.len(), 1, "{pooled:?}");
         assert_eq!(pooled[0]["matches"], matches, "{pooled:?}");
+        // Every game's ending is counted once, by who won and why.
+        let endings: u64 = pooled[0]["endings"].as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum();
+        assert_eq!(Some(endings), pooled[0]["games"].as_u64(), "{pooled:?}");
         for field in fields {
             assert_eq!(pooled[0][field], report[field], "{field} of {}: {pooled:?} against {report}", dir.display());
             assert_eq!(done["whole"][field], report[field], "{field}: {done} against {report}");
@@ -308,9 +327,127 @@ fn a_match_cut_short_goes_on_from_its_pairs_and_its_parts_score_as_one() {
 
     // A folder without games is refused, and so is a test over a resumed match (it would count
     // only the part).
-    let empty = xqz_status(&["eval", "results", "--run", dir.path().to_str().unwrap()]);
-    assert!(!empty.status.success() && String::from_utf8_lossy(&empty.stderr).contains("no games in"));
-    let tested = xqz_status(&["eval", "match", "--a", "material", "--b", "uniform", "--resume", "--sprt", "0,10"]);
-    let error = String::from_utf8_lossy(&tested.stderr);
-    assert!(!tested.status.success() && error.contains("--resume") && error.contains("--sprt"), "{error}");
+    assert!(refused(&["eval", "results", "--run", dir.path().to_str().unwrap()]).contains("no games in"));
+    let error = refused(&["eval", "match", "--a", "material", "--b", "uniform", "--resume", "--sprt", "0,10"]);
+    assert!(error.contains("--resume") && error.contains("--sprt"), "{error}");
+}
+
+#[test]
+fn a_player_is_rated_on_the_ladder_from_the_rungs_around_it() {
+    let dir = tempfile::tempdir().unwrap();
+    // A table of three rungs (the rating is what the games and this table make of it).
+    let table = dir.path().join("ladder.jsonl");
+    let rows = [("R-10", -300.0), ("R-5", -150.0), ("R0", 0.0)]
+        .map(|(rung, elo)| format!(r#"{{"player":"{rung}","elo":{elo},"stderr":20.0,"anchor":"R0"}}"#));
+    std::fs::write(&table, rows.join("\n")).unwrap();
+    let out = dir.path().join("rate");
+    // The rungs find Fairy-Stockfish as the tests do (XQZ_FAIRY_STOCKFISH, PATH, Debian's path).
+    fairy_stockfish::engine_path();
+    let rate = |first: &str| -> serde_json::Value {
+        let output = xqz(&[
+            "eval",
+            "rate",
+            "--player",
+            "material@8",
+            "--first",
+            first,
+            "--pairs",
+            "2",
+            "--ladder",
+            table.to_str().unwrap(),
+            "--max-plies",
+            "40",
+            "--concurrency",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
+        ]);
+        serde_json::from_slice(&output.stdout).unwrap()
+    };
+    let json = rate("R-5");
+    let (elo, lower, upper) =
+        (json["elo"].as_f64().unwrap(), json["lower"].as_f64().unwrap(), json["upper"].as_f64().unwrap());
+    assert!(lower < elo && elo < upper, "{json}");
+    // The rungs played are those around the first estimate, each to its pairs.
+    let between: Vec<&str> = json["between"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(!between.is_empty() && between.iter().all(|r| ["R-10", "R-5", "R0"].contains(r)), "{json}");
+    let games = json["games"].as_u64().unwrap();
+    assert!((4..=10).contains(&games), "{json}");
+    let mut players: Vec<String> = Vec::new();
+    for batch in read_table(&out) {
+        check_games(&batch, 40, Ruleset::Wxf);
+        players.extend((0..batch.num_rows()).map(|i| text(&batch, "b").value(i).to_string()));
+    }
+    assert!(players.iter().all(|b| ["R-10", "R-5", "R0"].contains(&b.as_str())), "{players:?}");
+    // Asked again, the games in the folder count and no pair is played twice.
+    let again = rate("R-5");
+    assert_eq!(again["games"], json["games"], "{again}");
+    assert_eq!(again["elo"], json["elo"], "{again}");
+
+    let error =
+        refused(&["eval", "rate", "--player", "material", "--first", "R9", "--ladder", table.to_str().unwrap()]);
+    assert!(error.contains("not a rated rung"), "{error}");
+    let error = refused(&["eval", "match", "--a", "material", "--b", "rung:R9", "--pairs", "1"]);
+    assert!(error.contains("no rung \"R9\"") && error.contains("R-5"), "{error}");
+}
+
+#[test]
+fn a_suite_is_built_from_every_family_and_reads_back_as_openings() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("suite.epd");
+    let engine = format!("fairy-stockfish:{}", fairy_stockfish::engine_path().display());
+    let build = |depth: &str, tries: &str| {
+        vec![
+            "eval".to_string(),
+            "suite".into(),
+            "--engine".into(),
+            engine.clone(),
+            "--positions".into(),
+            "5".into(),
+            "--walk-depth".into(),
+            depth.into(),
+            "--judge-depth".into(),
+            depth.into(),
+            "--balance".into(),
+            "400".into(),
+            "--tries".into(),
+            tries.into(),
+            "--out".into(),
+            suite.to_str().unwrap().into(),
+        ]
+    };
+    let args = build("4", "200");
+    let output = xqz(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.starts_with("5 positions in"), "{stdout}");
+    let text = std::fs::read_to_string(&suite).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(lines.len(), 5, "{text}");
+    // A fifth of the suite from each group of families, two fifths from the central cannon's
+    // (B or C by Black's defence), each line replaying from the start to its FEN.
+    let mut letters: Vec<char> = Vec::new();
+    for line in &lines {
+        let fields: Vec<&str> = line.split(" ; ").collect();
+        letters.push(fields[2].strip_prefix("ecco ").unwrap().chars().next().unwrap());
+        let mut game = Game::new(GameConfig::default());
+        let moves: Vec<&str> = fields[1].strip_prefix("moves ").unwrap().split(' ').collect();
+        assert!((4..=10).contains(&moves.len()), "{line}");
+        for mv in moves {
+            game.push_str(mv).unwrap();
+        }
+        assert_eq!(game.position().to_string(), fields[0], "{line}");
+        let score: i32 = fields[3].strip_prefix("score ").unwrap().parse().unwrap();
+        assert!(score.abs() <= 400, "{line}");
+    }
+    letters.sort();
+    let central = letters.iter().filter(|l| ['B', 'C'].contains(l)).count();
+    assert_eq!(
+        (central, letters.contains(&'A'), letters.contains(&'D'), letters.contains(&'E')),
+        (2, true, true, true)
+    );
+    // Too few tries for the positions asked: an error that says what to change.
+    let args = build("2", "2");
+    let error = refused(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(error.contains("raise --tries"), "{error}");
 }
