@@ -55,7 +55,7 @@ pub struct MatchArgs {
     /// keeps its evaluations with it).
     #[arg(long, default_value = "runs/eval")]
     pub out: PathBuf,
-    /// Print the result as one JSON object (fields in the README) instead of the lines after
+    /// Print the result as one JSON object (fields in docs/CLI.md) instead of the lines after
     /// each pair and the summary.
     #[arg(long)]
     pub json: bool,

@@ -44,7 +44,7 @@ pub fn play_recorded(
     }
 }
 
-/// A match's totals as one JSON object, for other tools (the fields are in the README).
+/// A match's totals as one JSON object, for other tools (the fields are in docs/CLI.md).
 pub fn report_json(a: &str, b: &str, report: &MatchReport, sprt: Option<&Sprt>) -> serde_json::Value {
     let (elo, nelo) = (report.pairs.elo(), report.pairs.normalized_elo());
     let sprt = sprt.map(|sprt| {

@@ -272,7 +272,7 @@ fn copy_into(path: &Path, model: &str, bytes: &[u8], targets: &HashMap<String, T
 
 /// Saves a network without optimizer state.
 pub fn save(path: &Path, net: &Network, info: CheckpointInfo) -> Result<CheckpointMeta> {
-    save_with_optimizer(path, net, info, None)
+    save_with_optimizer(path, net, &net.var_store().variables().into_iter().collect(), info, None)
 }
 
 /// Saves a network's weights in half precision, without optimizer state: half the size, for a
@@ -284,15 +284,16 @@ pub fn save_half(path: &Path, net: &Network, info: CheckpointInfo) -> Result<Che
     write_meta(path, net, info, write_tensors(&sibling(path, ".safetensors"), &weights)?, None)
 }
 
-/// Saves a network and, if given, optimizer buffers (named as their weights) with their settings.
+/// Saves `weights` for `net`'s model and, if given, optimizer buffers (named as their weights)
+/// with their settings.
 pub(crate) fn save_with_optimizer(
     path: &Path,
     net: &Network,
+    weights: &BTreeMap<String, Tensor>,
     info: CheckpointInfo,
     optimizer: Option<(&BTreeMap<String, Tensor>, TrainConfig)>,
 ) -> Result<CheckpointMeta> {
-    let weights: BTreeMap<String, Tensor> = net.var_store().variables().into_iter().collect();
-    let weights = write_tensors(&sibling(path, ".safetensors"), &weights)?;
+    let weights = write_tensors(&sibling(path, ".safetensors"), weights)?;
     let optimizer = match optimizer {
         Some((state, config)) => {
             Some(OptimizerMeta { state: write_tensors(&sibling(path, ".optimizer.safetensors"), state)?, config })

@@ -122,10 +122,14 @@ pub struct TrainConfig {
     pub momentum: f64,
     /// L2 coefficient on convolution and linear weights (not biases or batch-norm parameters).
     pub weight_decay: f64,
+    /// Training samples over which the saved weights are averaged (0: the latest weights are
+    /// saved); see [`Trainer`](crate::Trainer).
+    #[serde(default)]
+    pub average_samples: u64,
 }
 
 impl Default for TrainConfig {
     fn default() -> TrainConfig {
-        TrainConfig { learning_rate: 0.02, momentum: 0.9, weight_decay: 1e-4 }
+        TrainConfig { learning_rate: 0.02, momentum: 0.9, weight_decay: 1e-4, average_samples: 0 }
     }
 }

@@ -2,6 +2,13 @@
 //! SGD with Nesterov momentum and L2 weight decay on convolution and linear weights. The momentum
 //! buffers are saved with the checkpoint so that training resumes where it stopped.
 //!
+//! With [`TrainConfig::average_samples`] above 0 the trainer also keeps an exponential moving
+//! average of every weight (KataGo's averaged weights for published models, as an EMA): a step on
+//! `n` samples keeps `exp(-n / average_samples)` of the average, and never more than the share a
+//! plain mean of all steps so far would (so the random start fades at once). The checkpoint's
+//! weights are then the average, which is what every reader of a checkpoint plays; the latest
+//! weights, which training goes on from, are saved with the optimizer state.
+//!
 //! ```
 //! use xqz_net::{ModelConfig, Network, TrainBatch, TrainConfig, Trainer};
 //! use xqz_net::encoding::{self, History, INPUT_SIZE};
@@ -26,7 +33,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use tch::{Device, Kind, Tensor};
@@ -96,6 +103,19 @@ pub struct Trainer {
     config: TrainConfig,
     parameters: BTreeMap<String, Parameter>,
     info: CheckpointInfo,
+    /// With averaging on: each variable of the network by name, with its moving average.
+    average: Option<BTreeMap<String, Averaged>>,
+}
+
+struct Averaged {
+    live: Tensor,
+    average: Tensor,
+}
+
+/// The optimizer state file's name for the latest value of a variable whose average is saved as
+/// the checkpoint's weights.
+fn latest_name(variable: &str) -> String {
+    format!("latest/{variable}")
 }
 
 impl std::fmt::Debug for Trainer {
@@ -122,7 +142,23 @@ impl Trainer {
                 (name, Parameter { weight, velocity, decay })
             })
             .collect();
-        Trainer { net, config, parameters, info: CheckpointInfo::default() }
+        let mut trainer = Trainer { net, config, parameters, info: CheckpointInfo::default(), average: None };
+        trainer.set_average_samples(config.average_samples);
+        trainer
+    }
+
+    /// Turns weight averaging on over `samples` training samples (0: off). Turned on, the average
+    /// starts from the current weights.
+    pub fn set_average_samples(&mut self, samples: u64) {
+        self.config.average_samples = samples;
+        if samples == 0 {
+            self.average = None;
+        } else if self.average.is_none() {
+            let _guard = tch::no_grad_guard();
+            let variables = self.net.var_store().variables().into_iter();
+            self.average =
+                Some(variables.map(|(name, live)| (name, Averaged { average: live.detach().copy(), live })).collect());
+        }
     }
 
     /// Resumes from a checkpoint: weights, momentum, settings and counters. With `expected`, a
@@ -130,20 +166,31 @@ impl Trainer {
     pub fn resume(path: &Path, device: Device, expected: Option<&ModelConfig>) -> Result<Trainer, CheckpointError> {
         let (net, meta) = checkpoint::load(path, device, expected)?;
         let config = meta.optimizer.as_ref().map_or_else(TrainConfig::default, |o| o.config);
+        // The network now holds the checkpoint's weights, which are the average when it averaged:
+        // the average starts from them, and the latest weights are read into the network.
         let mut trainer = Trainer::new(net, config);
         trainer.info = meta.info;
-        let buffers: HashMap<String, Tensor> =
-            trainer.parameters.iter().map(|(name, p)| (name.clone(), p.velocity.shallow_clone())).collect();
-        checkpoint::load_optimizer(path, &meta, &buffers)?;
+        checkpoint::load_optimizer(path, &meta, &trainer.optimizer_state().into_iter().collect())?;
         Ok(trainer)
     }
 
-    /// Saves weights, momentum, settings and counters (with `model_version`) to `path`.
+    /// The optimizer state by name: momentum buffers, and the latest weights when the checkpoint's
+    /// weights are their average.
+    fn optimizer_state(&self) -> BTreeMap<String, Tensor> {
+        let velocities = self.parameters.iter().map(|(name, p)| (name.clone(), p.velocity.shallow_clone()));
+        let latest = self.average.iter().flatten().map(|(name, a)| (latest_name(name), a.live.shallow_clone()));
+        velocities.chain(latest).collect()
+    }
+
+    /// Saves weights (their average, when averaging), momentum, settings and counters (with
+    /// `model_version`) to `path`.
     pub fn save(&self, path: &Path, model_version: u64) -> Result<CheckpointMeta, CheckpointError> {
-        let buffers: BTreeMap<String, Tensor> =
-            self.parameters.iter().map(|(name, p)| (name.clone(), p.velocity.shallow_clone())).collect();
+        let weights: BTreeMap<String, Tensor> = match &self.average {
+            Some(average) => average.iter().map(|(name, a)| (name.clone(), a.average.shallow_clone())).collect(),
+            None => self.net.var_store().variables().into_iter().collect(),
+        };
         let info = CheckpointInfo { model_version, ..self.info };
-        checkpoint::save_with_optimizer(path, &self.net, info, Some((&buffers, self.config)))
+        checkpoint::save_with_optimizer(path, &self.net, &weights, info, Some((&self.optimizer_state(), self.config)))
     }
 
     /// The network being trained.
@@ -228,7 +275,7 @@ impl Trainer {
         }
         (&policy_loss + &value_loss).f_backward()?;
 
-        let TrainConfig { learning_rate, momentum, weight_decay } = self.config;
+        let TrainConfig { learning_rate, momentum, weight_decay, average_samples } = self.config;
         let _guard = tch::no_grad_guard();
         for p in self.parameters.values_mut() {
             let gradient = p.weight.grad();
@@ -239,6 +286,17 @@ impl Trainer {
             p.velocity.f_copy_(&(&p.velocity * momentum + &gradient))?;
             let update = gradient + &p.velocity * momentum;
             p.weight.f_copy_(&(&p.weight - update * learning_rate))?;
+        }
+        if let Some(average) = &mut self.average {
+            let (seen, rows) = (self.info.samples_seen as f64, n as f64);
+            let kept = (-rows / average_samples as f64).exp().min(seen / (seen + rows));
+            for a in average.values_mut() {
+                if a.average.is_floating_point() {
+                    _ = a.average.f_lerp_(&a.live, 1.0 - kept)?;
+                } else {
+                    a.average.f_copy_(&a.live)?;
+                }
+            }
         }
         self.info.training_steps += 1;
         self.info.samples_seen += n as u64;

@@ -57,7 +57,7 @@ fn tiny_net_overfits_a_fixed_batch() {
     let data = Data::new(64, 1);
     let mut trainer = Trainer::new(
         Network::new(&tiny(), Device::Cpu),
-        TrainConfig { learning_rate: 0.05, momentum: 0.9, weight_decay: 1e-4 },
+        TrainConfig { learning_rate: 0.05, momentum: 0.9, weight_decay: 1e-4, average_samples: 0 },
     );
     let first = trainer.step(&data.batch()).unwrap();
     let mut last = first;
@@ -228,7 +228,7 @@ fn training_resumes_from_a_checkpoint_with_its_momentum() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trainer.json");
     let data = Data::new(16, 4);
-    let config = TrainConfig { learning_rate: 0.03, momentum: 0.8, weight_decay: 2e-4 };
+    let config = TrainConfig { learning_rate: 0.03, momentum: 0.8, weight_decay: 2e-4, average_samples: 0 };
     let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), config);
     for _ in 0..3 {
         trainer.step(&data.batch()).unwrap();
@@ -242,6 +242,58 @@ fn training_resumes_from_a_checkpoint_with_its_momentum() {
     assert_eq!(a, b);
     let (ta, tb) = (outputs(trainer.network(), &data), outputs(resumed.network(), &data));
     assert_eq!(ta, tb, "the step after resuming moved the weights differently (momentum lost?)");
+}
+
+/// The tensors of a checkpoint's weights file (`NAME.safetensors` beside `NAME.json`) by name.
+fn weights(meta: &Path) -> std::collections::BTreeMap<String, tch::Tensor> {
+    tch::Tensor::read_safetensors(meta.with_extension("safetensors")).unwrap().into_iter().collect()
+}
+
+/// Every variable of a network by name, as a checkpoint at `path` holds them.
+fn variables(net: &Network, path: &Path) -> std::collections::BTreeMap<String, tch::Tensor> {
+    checkpoint::save(path, net, CheckpointInfo::default()).unwrap();
+    weights(path)
+}
+
+#[test]
+fn an_averaging_trainer_saves_the_average_and_resumes_from_the_latest_weights() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("averaged.json");
+    let data = Data::new(16, 6);
+    // A horizon far beyond the run: the average is the plain mean of the weights after each step.
+    let config = TrainConfig { average_samples: 1 << 40, ..TrainConfig::default() };
+    let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), config);
+    let mut after = Vec::new();
+    for _ in 0..3 {
+        trainer.step(&data.batch()).unwrap();
+        after.push(variables(trainer.network(), &dir.path().join("snapshot.json")));
+    }
+    trainer.save(&path, 1).unwrap();
+    let saved = weights(&path);
+    let mut moved = false;
+    for (name, tensor) in &saved {
+        let mean = (&after[0][name] + &after[1][name] + &after[2][name]) / 3.0;
+        let gap = (tensor - &mean).abs().max().double_value(&[]);
+        assert!(gap < 1e-5, "{name}: the saved weights are {gap} from the mean of the three steps' weights");
+        moved |= (tensor - &after[2][name]).abs().max().double_value(&[]) > 1e-4;
+    }
+    assert!(moved, "the saved weights are the latest ones, not their average");
+
+    // Resumed, it trains on from the latest weights and keeps the average: both go on alike.
+    let mut resumed = Trainer::resume(&path, Device::Cpu, Some(&tiny())).unwrap();
+    assert_eq!(resumed.config(), config);
+    assert_eq!(outputs(resumed.network(), &data), outputs(trainer.network(), &data));
+    assert_eq!(trainer.step(&data.batch()).unwrap(), resumed.step(&data.batch()).unwrap());
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    trainer.save(&a, 2).unwrap();
+    resumed.save(&b, 2).unwrap();
+    let load = |p: &Path| checkpoint::load(p, Device::Cpu, None).unwrap().0;
+    assert_eq!(outputs(&load(&a), &data), outputs(&load(&b), &data));
+
+    // Turned off, the latest weights are saved again.
+    resumed.set_average_samples(0);
+    resumed.save(&b, 3).unwrap();
+    assert_eq!(outputs(&load(&b), &data), outputs(resumed.network(), &data));
 }
 
 fn flip_byte(path: &Path, at: usize) {

@@ -283,7 +283,8 @@ pub fn train(
     let copy_to_backup = |path: &Path| config.backup.as_ref().map_or(Ok(()), |b| back_up(b, path, &metrics_path));
     let (mut trainer, mut model_version) = match latest_checkpoint(&config.run) {
         Some(path) => {
-            let trainer = Trainer::resume(&path, config.device, Some(&config.model))?;
+            let mut trainer = Trainer::resume(&path, config.device, Some(&config.model))?;
+            trainer.set_average_samples(config.optimizer.average_samples);
             let version = trainer.info().model_version;
             (trainer, version)
         }

@@ -60,6 +60,11 @@ pub struct TrainSettings {
     /// estimate taking the rest (0: the share does not fade).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().result_horizon))]
     pub result_horizon: f32,
+    /// Training samples over which checkpoints' and published models' weights are averaged (an
+    /// exponential moving average; 0: the latest weights), so that a model is not one step's
+    /// noise.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().average_samples))]
+    pub average_samples: u64,
     /// Samples in the dataset before the first step.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().min_samples))]
     pub min_samples: usize,
@@ -95,6 +100,7 @@ impl Default for TrainSettings {
             material_fade: 2_000_000,
             window: 25_000,
             result_horizon: 0.0,
+            average_samples: 0,
             min_samples: 4096,
             checkpoint_every: 100,
             publish_every: 100,
@@ -221,6 +227,7 @@ impl TrainSettings {
                 learning_rate: lr_schedule[0].1,
                 momentum: self.momentum,
                 weight_decay: self.weight_decay,
+                average_samples: self.average_samples,
             },
             lr_schedule,
             batch_size: self.batch_size,
