@@ -353,8 +353,6 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
             trainer_threads.to_string(),
             "--settings".into(),
             settings_arg,
-            "--log-every".into(),
-            "1".into(),
         ],
         &logs.join("trainer.log"),
     )?;

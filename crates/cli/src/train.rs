@@ -45,9 +45,6 @@ pub struct TrainArgs {
     /// Stop after this many steps in all.
     #[arg(long)]
     max_steps: Option<u64>,
-    /// Print a line every this many steps.
-    #[arg(long, default_value_t = 10)]
-    log_every: u64,
     /// Serve Prometheus metrics (step, losses, learning rate, samples/s, model version) at
     /// `http://ADDR/metrics`, e.g. `0.0.0.0:9092`; they hold no secrets.
     #[arg(long)]
@@ -75,20 +72,19 @@ pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
     let _server = crate::metrics::serve(args.metrics, registry, "trainer")?;
     let last = train(&config, publisher.as_mut(), &stop, |r| {
         metrics.observe(r);
-        if r.step % args.log_every.max(1) == 0 {
-            tracing::info!(
-                step = r.step,
-                samples = r.samples_seen,
-                policy_loss = r.policy_loss,
-                value_loss = r.value_loss,
-                lr = r.learning_rate,
-                samples_per_s = r.samples_per_second.round(),
-                window = r.window,
-                dataset_samples = r.dataset_samples,
-                model_version = r.model_version,
-                "trained"
-            );
-        }
+        // A line for each row of metrics.csv (--metrics-every-samples).
+        tracing::info!(
+            step = r.step,
+            samples = r.samples_seen,
+            policy_loss = r.policy_loss,
+            value_loss = r.value_loss,
+            lr = r.learning_rate,
+            samples_per_s = r.samples_per_second.round(),
+            window = r.window,
+            dataset_samples = r.dataset_samples,
+            model_version = r.model_version,
+            "trained"
+        );
     })?;
     if let Some(r) = last {
         tracing::info!(step = r.step, model_version = r.model_version, "stopped");

@@ -27,7 +27,7 @@ fn the_dashboard_of_a_run_shows_it_live_in_a_browser() {
     let child = Command::new(env!("CARGO_BIN_EXE_xqz"))
         .args(["run", "--name", "watched", "--model", "tiny", "--device", "cpu", "--minutes", "4"])
         .args(["--playouts", "16", "--cheap-playouts", "8", "--max-plies", "40", "--games-per-thread", "8"])
-        .args(["--batch-size", "64", "--min-samples", "256", "--publish-every", "10"])
+        .args(["--batch-size", "64", "--min-samples", "256", "--publish-every-samples", "640"])
         .args(["--match-games", "2", "--match-playouts", "8", "--runs"])
         .arg(runs.path())
         .stdout(Stdio::piped())

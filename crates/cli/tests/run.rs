@@ -11,7 +11,7 @@ fn the_local_pipeline_publishes_models_that_workers_play() {
     let out = Command::new(env!("CARGO_BIN_EXE_xqz"))
         .args(["run", "--name", "e2e", "--model", "tiny", "--device", "cpu", "--minutes", "1.2"])
         .args(["--playouts", "16", "--cheap-playouts", "8", "--max-plies", "40", "--games-per-thread", "8"])
-        .args(["--batch-size", "64", "--min-samples", "256", "--publish-every", "10"])
+        .args(["--batch-size", "64", "--min-samples", "256", "--publish-every-samples", "640"])
         .args(["--match-games", "2", "--match-playouts", "8", "--runs"])
         .arg(runs.path())
         .output()

@@ -48,7 +48,7 @@ pub use inference::InferenceNet;
 #[cfg(feature = "torch")]
 pub use model::{BatchPrediction, Network, Prediction};
 #[cfg(feature = "torch")]
-pub use train::{Losses, TrainBatch, TrainError, Trainer};
+pub use train::{DeviceBatch, Losses, StepLosses, TrainBatch, TrainError, Trainer};
 
 /// Re-exported so that callers name devices without depending on tch themselves.
 #[cfg(feature = "torch")]

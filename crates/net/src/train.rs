@@ -102,6 +102,8 @@ pub struct Trainer {
     net: Network,
     config: TrainConfig,
     parameters: BTreeMap<String, Parameter>,
+    /// The variables that are not trained but move in a training pass (batch-norm statistics).
+    statistics: Vec<Tensor>,
     info: CheckpointInfo,
     /// With averaging on: each variable of the network by name, with its moving average.
     average: Option<BTreeMap<String, Averaged>>,
@@ -142,7 +144,10 @@ impl Trainer {
                 (name, Parameter { weight, velocity, decay })
             })
             .collect();
-        let mut trainer = Trainer { net, config, parameters, info: CheckpointInfo::default(), average: None };
+        let statistics =
+            net.var_store().variables().into_values().filter(|t| !t.requires_grad() && t.is_floating_point()).collect();
+        let mut trainer =
+            Trainer { net, config, parameters, statistics, info: CheckpointInfo::default(), average: None };
         trainer.set_average_samples(config.average_samples);
         trainer
     }
@@ -218,8 +223,97 @@ impl Trainer {
         self.info
     }
 
-    /// One optimizer step on a batch; returns the batch's losses before the step.
+    /// One optimizer step on a batch; returns the batch's losses before the step. A batch whose
+    /// loss is not finite changes nothing and is not counted.
     pub fn step(&mut self, batch: &TrainBatch<'_>) -> Result<Losses, TrainError> {
+        let losses = self.step_on(&DeviceBatch::new(batch, self.net.device())?)?.read();
+        if losses.is_err() {
+            self.info.training_steps -= 1;
+            self.info.samples_seen -= (batch.inputs.len() / INPUT_SIZE) as u64;
+        }
+        losses
+    }
+
+    /// One optimizer step on a batch already on the device, without waiting for it there: the
+    /// losses stay on the device until read. A batch whose loss is not finite leaves the
+    /// weights, their momentum and their average as they were (its error comes when its losses
+    /// are read), but is counted.
+    pub fn step_on(&mut self, batch: &DeviceBatch) -> Result<StepLosses, TrainError> {
+        let statistics_before: Vec<Tensor> = self.statistics.iter().map(Tensor::copy).collect();
+        let (policy_logits, value_logits) = self.net.forward_t(&batch.inputs, true);
+        // Finite, so that an illegal move's zero target times its log-probability stays zero.
+        let policy_logits = policy_logits.f_masked_fill(&batch.illegal, -1e9)?;
+        let row_cross_entropy = |logits: &Tensor, target: &Tensor| -> Result<Tensor, tch::TchError> {
+            (target * logits.f_log_softmax(-1, Kind::Float)?).f_sum_dim_intlist(1, false, Kind::Float)?.f_neg()
+        };
+        // Averaged over the rows that have a policy target only: with playout cap randomization
+        // most rows have none, and a mean over all rows would train the policy at a fraction of
+        // its rate and report a fraction of its loss.
+        let targeted = batch.policy.f_sum_dim_intlist(1, false, Kind::Float)?.f_gt(0.0)?.f_to_kind(Kind::Float)?;
+        let policy_loss = (row_cross_entropy(&policy_logits, &batch.policy)? * &targeted)
+            .f_sum(Kind::Float)?
+            .f_div(&targeted.f_sum(Kind::Float)?.f_clamp_min(1.0)?)?;
+        let value_loss = row_cross_entropy(&value_logits, &batch.wdl)?.f_mean(Kind::Float)?;
+        for p in self.parameters.values_mut() {
+            p.weight.zero_grad();
+        }
+        let total = &policy_loss + &value_loss;
+        total.f_backward()?;
+
+        let TrainConfig { learning_rate, momentum, weight_decay, average_samples } = self.config;
+        let _guard = tch::no_grad_guard();
+        // Decided on the device, so that the step needs no answer from it.
+        let finite = total.f_isfinite()?;
+        let keep_if_finite = |target: &mut Tensor, new: Tensor| target.f_copy_(&new.f_where_self(&finite, target)?);
+        for (statistic, before) in self.statistics.iter_mut().zip(statistics_before) {
+            let moved = statistic.copy();
+            statistic.f_copy_(&before)?;
+            keep_if_finite(statistic, moved)?;
+        }
+        for p in self.parameters.values_mut() {
+            let gradient = p.weight.grad();
+            if !gradient.defined() {
+                continue;
+            }
+            let gradient = if p.decay && weight_decay > 0.0 { gradient + &p.weight * weight_decay } else { gradient };
+            let velocity = &p.velocity * momentum + &gradient;
+            let update = gradient + &velocity * momentum;
+            keep_if_finite(&mut p.velocity, velocity)?;
+            let weight = &p.weight - update * learning_rate;
+            keep_if_finite(&mut p.weight, weight)?;
+        }
+        if let Some(average) = &mut self.average {
+            let (seen, rows) = (self.info.samples_seen as f64, batch.rows as f64);
+            let kept = (-rows / average_samples as f64).exp().min(seen / (seen + rows));
+            for a in average.values_mut() {
+                let new =
+                    if a.average.is_floating_point() { a.average.f_lerp(&a.live, 1.0 - kept)? } else { a.live.copy() };
+                keep_if_finite(&mut a.average, new)?;
+            }
+        }
+        self.info.training_steps += 1;
+        self.info.samples_seen += batch.rows as u64;
+        Ok(StepLosses { policy: policy_loss.detach(), value: value_loss.detach() })
+    }
+}
+
+/// A training batch on the trainer's device, ready for [`Trainer::step_on`]. Built apart from the
+/// step (on a thread of its own, say), it keeps the host's work on the batch and the copy to the
+/// device out of the step's way.
+#[derive(Debug)]
+pub struct DeviceBatch {
+    inputs: Tensor,
+    policy: Tensor,
+    /// True where a move is illegal.
+    illegal: Tensor,
+    wdl: Tensor,
+    rows: usize,
+}
+
+impl DeviceBatch {
+    /// Checks that the batch's arrays describe the same rows and copies them to `device` (on
+    /// CUDA through pinned memory, without waiting for the copy).
+    pub fn new(batch: &TrainBatch<'_>, device: Device) -> Result<DeviceBatch, TrainError> {
         let n = batch.inputs.len() / INPUT_SIZE;
         if n == 0 || batch.inputs.len() != n * INPUT_SIZE {
             return Err(TrainError::BadBatch(format!(
@@ -238,68 +332,61 @@ impl Trainer {
                 n * 3
             )));
         }
-        let device = self.net.device();
         let rows = n as i64;
-        let x = Tensor::f_from_slice(batch.inputs)?
-            .f_view([rows, PLANES as i64, HEIGHT as i64, WIDTH as i64])?
-            .f_to_device(device)?;
-        let policy_target =
-            Tensor::f_from_slice(batch.policy)?.f_view([rows, POLICY_SIZE as i64])?.f_to_device(device)?;
-        let illegal =
-            Tensor::f_from_slice(batch.legal)?.f_view([rows, POLICY_SIZE as i64])?.f_to_device(device)?.f_eq(0.0)?;
-        let value_target = Tensor::f_from_slice(batch.wdl)?.f_view([rows, 3])?.f_to_device(device)?;
-
-        let (policy_logits, value_logits) = self.net.forward_t(&x, true);
-        // Finite, so that an illegal move's zero target times its log-probability stays zero.
-        let policy_logits = policy_logits.f_masked_fill(&illegal, -1e9)?;
-        let row_cross_entropy = |logits: &Tensor, target: &Tensor| -> Result<Tensor, tch::TchError> {
-            (target * logits.f_log_softmax(-1, Kind::Float)?).f_sum_dim_intlist(1, false, Kind::Float)?.f_neg()
-        };
-        // Averaged over the rows that have a policy target only: with playout cap randomization
-        // most rows have none, and a mean over all rows would train the policy at a fraction of
-        // its rate and report a fraction of its loss.
-        let targeted = policy_target.f_sum_dim_intlist(1, false, Kind::Float)?.f_gt(0.0)?.f_to_kind(Kind::Float)?;
-        let policy_loss = (row_cross_entropy(&policy_logits, &policy_target)? * &targeted)
-            .f_sum(Kind::Float)?
-            .f_div(&targeted.f_sum(Kind::Float)?.f_clamp_min(1.0)?)?;
-        let value_loss = row_cross_entropy(&value_logits, &value_target)?.f_mean(Kind::Float)?;
-        let losses = {
-            let (policy, value) = (policy_loss.double_value(&[]), value_loss.double_value(&[]));
-            Losses { policy, value, total: policy + value }
-        };
-        if !losses.total.is_finite() {
-            return Err(TrainError::NonFinite { policy: losses.policy, value: losses.value });
-        }
-        for p in self.parameters.values_mut() {
-            p.weight.zero_grad();
-        }
-        (&policy_loss + &value_loss).f_backward()?;
-
-        let TrainConfig { learning_rate, momentum, weight_decay, average_samples } = self.config;
-        let _guard = tch::no_grad_guard();
-        for p in self.parameters.values_mut() {
-            let gradient = p.weight.grad();
-            if !gradient.defined() {
-                continue;
+        let upload = |data: &[f32], shape: &[i64]| -> Result<Tensor, tch::TchError> {
+            let host = Tensor::f_from_slice(data)?.f_view(shape)?;
+            if device.is_cuda() {
+                host.f_pin_memory(device)?.f_to_device_(device, Kind::Float, true, false)
+            } else {
+                Ok(host)
             }
-            let gradient = if p.decay && weight_decay > 0.0 { gradient + &p.weight * weight_decay } else { gradient };
-            p.velocity.f_copy_(&(&p.velocity * momentum + &gradient))?;
-            let update = gradient + &p.velocity * momentum;
-            p.weight.f_copy_(&(&p.weight - update * learning_rate))?;
+        };
+        Ok(DeviceBatch {
+            inputs: upload(batch.inputs, &[rows, PLANES as i64, HEIGHT as i64, WIDTH as i64])?,
+            policy: upload(batch.policy, &[rows, POLICY_SIZE as i64])?,
+            illegal: upload(batch.legal, &[rows, POLICY_SIZE as i64])?.f_eq(0.0)?,
+            wdl: upload(batch.wdl, &[rows, 3])?,
+            rows: n,
+        })
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+}
+
+/// A step's mean losses, still on the device: reading them waits for the step there, so a
+/// training loop reads them only when it reports them.
+#[derive(Debug)]
+pub struct StepLosses {
+    policy: Tensor,
+    value: Tensor,
+}
+
+impl StepLosses {
+    /// The losses; an error if they are not finite (the step changed nothing).
+    pub fn read(&self) -> Result<Losses, TrainError> {
+        StepLosses::mean(std::slice::from_ref(self))
+    }
+
+    /// The mean of several steps' losses, read at once; an error if any step's are not finite
+    /// (those steps changed nothing).
+    pub fn mean(steps: &[StepLosses]) -> Result<Losses, TrainError> {
+        if steps.is_empty() {
+            return Err(TrainError::BadBatch("no steps to average".into()));
         }
-        if let Some(average) = &mut self.average {
-            let (seen, rows) = (self.info.samples_seen as f64, n as f64);
-            let kept = (-rows / average_samples as f64).exp().min(seen / (seen + rows));
-            for a in average.values_mut() {
-                if a.average.is_floating_point() {
-                    _ = a.average.f_lerp_(&a.live, 1.0 - kept)?;
-                } else {
-                    a.average.f_copy_(&a.live)?;
-                }
-            }
+        let stacked = |part: fn(&StepLosses) -> &Tensor| -> Result<Tensor, tch::TchError> {
+            Tensor::f_stack(&steps.iter().map(part).collect::<Vec<_>>(), 0)
+        };
+        let (policy, value) = (stacked(|s| &s.policy)?, stacked(|s| &s.value)?);
+        // One read for both: a copy from the device waits for every step before it.
+        let both = Tensor::f_stack(&[policy.f_mean(Kind::Double)?, value.f_mean(Kind::Double)?], 0)?
+            .f_to_device(Device::Cpu)?;
+        let (policy, value) = (both.f_double_value(&[0])?, both.f_double_value(&[1])?);
+        if !(policy + value).is_finite() {
+            return Err(TrainError::NonFinite { policy, value });
         }
-        self.info.training_steps += 1;
-        self.info.samples_seen += n as u64;
-        Ok(losses)
+        Ok(Losses { policy, value, total: policy + value })
     }
 }

@@ -10,7 +10,7 @@ use xqz_net::bench::sample_positions;
 use xqz_net::checkpoint::{self, CheckpointError, CheckpointInfo};
 use xqz_net::encoding::{self, INPUT_SIZE};
 use xqz_net::policy::{self, POLICY_SIZE};
-use xqz_net::{Device, InferenceNet, ModelConfig, Network, TrainBatch, TrainConfig, Trainer};
+use xqz_net::{Device, DeviceBatch, InferenceNet, ModelConfig, Network, StepLosses, TrainBatch, TrainConfig, Trainer};
 
 fn tiny() -> ModelConfig {
     ModelConfig::builtin("tiny").unwrap()
@@ -242,6 +242,35 @@ fn training_resumes_from_a_checkpoint_with_its_momentum() {
     assert_eq!(a, b);
     let (ta, tb) = (outputs(trainer.network(), &data), outputs(resumed.network(), &data));
     assert_eq!(ta, tb, "the step after resuming moved the weights differently (momentum lost?)");
+}
+
+#[test]
+fn a_step_whose_loss_is_not_finite_changes_nothing() {
+    let data = Data::new(8, 7);
+    let config = TrainConfig { average_samples: 64, ..TrainConfig::default() };
+    let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), config);
+    trainer.step(&data.batch()).unwrap();
+    let (before, info) = (outputs(trainer.network(), &data), trainer.info());
+    let mut poisoned = data.inputs.clone();
+    poisoned[3] = f32::NAN;
+    let batch = TrainBatch { inputs: &poisoned, ..data.batch() };
+    let error = trainer.step(&batch).unwrap_err();
+    assert!(matches!(error, xqz_net::TrainError::NonFinite { .. }), "{error}");
+    assert!(outputs(trainer.network(), &data) == before, "the weights or their statistics moved");
+    assert_eq!(trainer.info(), info, "the step was counted");
+
+    // Stepped without reading, it is counted, still changes nothing, and its error comes with
+    // the mean of the steps it is read with.
+    let good = trainer.step_on(&DeviceBatch::new(&data.batch(), Device::Cpu).unwrap()).unwrap();
+    let after_good = outputs(trainer.network(), &data);
+    let bad = trainer.step_on(&DeviceBatch::new(&batch, Device::Cpu).unwrap()).unwrap();
+    assert!(outputs(trainer.network(), &data) == after_good, "the weights or their statistics moved");
+    assert_eq!(trainer.info().training_steps, info.training_steps + 2);
+    assert!(good.read().unwrap().total.is_finite());
+    assert!(matches!(StepLosses::mean(&[good, bad]), Err(xqz_net::TrainError::NonFinite { .. })));
+    // A badly shaped batch is refused before it reaches the device.
+    let short = TrainBatch { wdl: &data.wdl[..3], ..data.batch() };
+    assert!(matches!(DeviceBatch::new(&short, Device::Cpu), Err(xqz_net::TrainError::BadBatch(_))));
 }
 
 /// The tensors of a checkpoint's weights file (`NAME.safetensors` beside `NAME.json`) by name.

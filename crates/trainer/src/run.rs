@@ -18,7 +18,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use xqz_dataset::{DatasetError, DatasetLocation, ReplayConfig, ReplayWindow, WindowSize};
-use xqz_net::{CheckpointError, Device, ModelConfig, Network, TrainConfig, TrainError, Trainer, checkpoint};
+use xqz_net::{
+    CheckpointError, Device, DeviceBatch, ModelConfig, Network, StepLosses, TrainConfig, TrainError, Trainer,
+    checkpoint,
+};
 
 use crate::data::{DataError, Targets, TrainingData};
 use crate::publish::PublishError;
@@ -51,10 +54,15 @@ pub struct TrainerConfig {
     pub targets: Targets,
     /// Samples in the dataset before the first step.
     pub min_samples: usize,
-    /// Steps between checkpoints.
-    pub checkpoint_every: u64,
-    /// Steps between published models (a multiple of `checkpoint_every` is sensible).
-    pub publish_every: u64,
+    /// Training samples between checkpoints (one at the first step past each multiple).
+    pub checkpoint_every_samples: u64,
+    /// Training samples between published models (a multiple of `checkpoint_every_samples` is
+    /// sensible): counted in samples, the cadence means the same on a CPU and a GPU, whatever
+    /// the batch size.
+    pub publish_every_samples: u64,
+    /// Training samples between rows of `metrics.csv`, each with the mean losses since the last
+    /// (losses are read from the device only for a row).
+    pub metrics_every_samples: u64,
     /// Stop after this many steps in all (resumed ones included).
     pub max_steps: Option<u64>,
     /// How often to look for new data when waiting.
@@ -71,7 +79,7 @@ pub trait Publisher {
     fn publish(&mut self, path: &Path) -> Result<u64, PublishError>;
 }
 
-/// One row of `metrics.csv`.
+/// One row of `metrics.csv`: where training is, and the mean losses since the previous row.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StepReport {
     /// Steps taken in all.
@@ -82,13 +90,13 @@ pub struct StepReport {
     pub dataset_samples: u64,
     /// Samples in the replay window.
     pub window: usize,
-    /// Policy loss.
+    /// Mean policy loss of the steps since the previous row.
     pub policy_loss: f64,
-    /// Value loss.
+    /// Mean value loss of the steps since the previous row.
     pub value_loss: f64,
     /// Learning rate used.
     pub learning_rate: f64,
-    /// Training samples per second over the last interval.
+    /// Training samples per second since the previous row.
     pub samples_per_second: f64,
     /// Latest published model version.
     pub model_version: u64,
@@ -264,13 +272,89 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
     fs::rename(&tmp, path).map_err(io(path))
 }
 
-/// Trains until `stop` is set or `max_steps` is reached; `on_step` sees every step's report.
-/// Returns the last report.
+/// `metrics.csv`, appended to a row at a time.
+struct MetricsLog {
+    file: File,
+    path: PathBuf,
+    /// When the last row was written, and the samples seen then.
+    last: (Instant, u64),
+}
+
+impl MetricsLog {
+    /// Opens the file for appending (with its header, if new).
+    fn open(path: &Path, samples_seen: u64) -> Result<MetricsLog, RunError> {
+        let new_file = !path.exists();
+        let mut file = OpenOptions::new().create(true).append(true).open(path).map_err(io(path))?;
+        if new_file {
+            writeln!(file, "{METRICS_HEADER}").map_err(io(path))?;
+        }
+        Ok(MetricsLog { file, path: path.to_path_buf(), last: (Instant::now(), samples_seen) })
+    }
+
+    /// Whether a row is due at `samples_seen`.
+    fn due(&self, samples_seen: u64, every: u64) -> bool {
+        samples_seen >= self.last.1 + every
+    }
+
+    /// Writes the row of `trainer` now, with the mean `losses` since the last row.
+    fn write(
+        &mut self,
+        trainer: &Trainer,
+        window: &ReplayWindow,
+        losses: xqz_net::Losses,
+        model_version: u64,
+    ) -> Result<StepReport, RunError> {
+        let info = trainer.info();
+        let secs = self.last.0.elapsed().as_secs_f64().max(1e-9);
+        let row = StepReport {
+            step: info.training_steps,
+            samples_seen: info.samples_seen,
+            dataset_samples: window.total_samples(),
+            window: window.len(),
+            policy_loss: losses.policy,
+            value_loss: losses.value,
+            learning_rate: trainer.config().learning_rate,
+            samples_per_second: info.samples_seen.saturating_sub(self.last.1) as f64 / secs,
+            model_version,
+        };
+        self.last = (Instant::now(), info.samples_seen);
+        writeln!(
+            self.file,
+            "{},{},{},{},{:.6},{:.6},{},{:.1},{}",
+            row.step,
+            row.samples_seen,
+            row.dataset_samples,
+            row.window,
+            row.policy_loss,
+            row.value_loss,
+            row.learning_rate,
+            row.samples_per_second,
+            row.model_version
+        )
+        .map_err(io(&self.path))?;
+        Ok(row)
+    }
+}
+
+/// Batches prepared ahead of the step, on a thread of their own.
+const PREFETCH: usize = 2;
+
+/// Whether going from `before` to `after` samples passed a multiple of `every`.
+fn crossed(before: u64, after: u64, every: u64) -> bool {
+    before / every.max(1) != after / every.max(1)
+}
+
+/// Trains until `stop` is set or `max_steps` is reached; `on_report` sees every row written to
+/// `metrics.csv`. Returns the last.
+///
+/// A thread of its own turns replay batches into device batches ahead of the step, and the
+/// losses stay on the device until a row reports them, so that a GPU is not kept waiting
+/// for the host.
 pub fn train(
     config: &TrainerConfig,
     publisher: &mut dyn Publisher,
     stop: &AtomicBool,
-    mut on_step: impl FnMut(&StepReport),
+    mut on_report: impl FnMut(&StepReport),
 ) -> Result<Option<StepReport>, RunError> {
     fs::create_dir_all(&config.run).map_err(io(&config.run))?;
     if let Some(backup) = &config.backup
@@ -306,11 +390,7 @@ pub fn train(
             (trainer, version)
         }
     };
-    let new_file = !metrics_path.exists();
-    let mut metrics = OpenOptions::new().create(true).append(true).open(&metrics_path).map_err(io(&metrics_path))?;
-    if new_file {
-        writeln!(metrics, "{METRICS_HEADER}").map_err(io(&metrics_path))?;
-    }
+    let mut metrics = MetricsLog::open(&metrics_path, trainer.info().samples_seen)?;
     let replay = ReplayConfig {
         window: config.window,
         batch_size: config.batch_size,
@@ -321,7 +401,8 @@ pub fn train(
     let mut window = ReplayWindow::open_at(config.data.clone(), replay)?;
     let mut last = None;
     let mut round = trainer.info().training_steps;
-    let mut clock = (Instant::now(), trainer.info().samples_seen);
+    // The steps since the last row of metrics.
+    let mut unreported: Vec<StepLosses> = Vec::new();
     let done = |trainer: &Trainer| config.max_steps.is_some_and(|m| trainer.info().training_steps >= m);
     while !stop.load(Ordering::Relaxed) && !done(&trainer) {
         window.refresh()?;
@@ -333,56 +414,60 @@ pub fn train(
         }
         // A fresh permutation after every refresh, so new data joins at once.
         round += 1;
-        for batch in window.epoch(round).take(budget.min(64) as usize) {
-            if stop.load(Ordering::Relaxed) || done(&trainer) {
-                break;
-            }
-            let step = trainer.info().training_steps;
-            let lr = learning_rate(&config.lr_schedule, step, config.optimizer.learning_rate);
-            trainer.set_learning_rate(lr);
-            let targets = config.targets.at(trainer.info().samples_seen);
-            let losses = trainer.step(&TrainingData::from_replay(&batch, targets)?.batch())?;
-            let info = trainer.info();
-            let step = info.training_steps;
-            if step % config.publish_every.max(1) == 0 || step % config.checkpoint_every.max(1) == 0 {
-                let mut path = save_checkpoint(&trainer, &config.run, model_version)?;
-                if step % config.publish_every.max(1) == 0 {
-                    (model_version, path) = publish(publisher, &trainer, &config.run, path)?;
+        let (first, window) = (trainer.info().samples_seen, &window);
+        std::thread::scope(|scope| -> Result<(), RunError> {
+            let (ready, batches) = std::sync::mpsc::sync_channel(PREFETCH);
+            scope.spawn(move || {
+                let mut seen = first;
+                for batch in window.epoch(round).take(budget.min(64) as usize) {
+                    // The targets at the samples the step will have seen, as if made just before it.
+                    let prepared = TrainingData::from_replay(&batch, config.targets.at(seen))
+                        .map_err(RunError::from)
+                        .and_then(|data| Ok(DeviceBatch::new(&data.batch(), config.device)?));
+                    seen += batch.size as u64;
+                    // The loop hangs up when it stops early.
+                    if ready.send(prepared).is_err() {
+                        break;
+                    }
                 }
-                copy_to_backup(&path)?;
+            });
+            for prepared in batches {
+                if stop.load(Ordering::Relaxed) || done(&trainer) {
+                    break;
+                }
+                let before = trainer.info().samples_seen;
+                let lr =
+                    learning_rate(&config.lr_schedule, trainer.info().training_steps, config.optimizer.learning_rate);
+                trainer.set_learning_rate(lr);
+                unreported.push(trainer.step_on(&prepared?)?);
+                let after = trainer.info().samples_seen;
+                let publish_now = crossed(before, after, config.publish_every_samples);
+                let checkpoint_now = publish_now || crossed(before, after, config.checkpoint_every_samples);
+                if !checkpoint_now && !metrics.due(after, config.metrics_every_samples) {
+                    continue;
+                }
+                // Read before a checkpoint, so that no checkpoint follows a step that failed unseen.
+                let losses = StepLosses::mean(&unreported)?;
+                if checkpoint_now {
+                    let mut path = save_checkpoint(&trainer, &config.run, model_version)?;
+                    if publish_now {
+                        (model_version, path) = publish(publisher, &trainer, &config.run, path)?;
+                    }
+                    copy_to_backup(&path)?;
+                }
+                unreported.clear();
+                let row = metrics.write(&trainer, window, losses, model_version)?;
+                on_report(&row);
+                last = Some(row);
             }
-            let secs = clock.0.elapsed().as_secs_f64().max(1e-9);
-            let report = StepReport {
-                step,
-                samples_seen: info.samples_seen,
-                dataset_samples: window.total_samples(),
-                window: window.len(),
-                policy_loss: losses.policy,
-                value_loss: losses.value,
-                learning_rate: lr,
-                samples_per_second: (info.samples_seen - clock.1) as f64 / secs,
-                model_version,
-            };
-            clock = (Instant::now(), info.samples_seen);
-            writeln!(
-                metrics,
-                "{},{},{},{},{:.6},{:.6},{},{:.1},{}",
-                report.step,
-                report.samples_seen,
-                report.dataset_samples,
-                report.window,
-                report.policy_loss,
-                report.value_loss,
-                report.learning_rate,
-                report.samples_per_second,
-                report.model_version
-            )
-            .map_err(io(&metrics_path))?;
-            on_step(&report);
-            last = Some(report);
-        }
+            Ok(())
+        })?;
     }
-    metrics.flush().map_err(io(&metrics_path))?;
+    if !unreported.is_empty() {
+        let row = metrics.write(&trainer, &window, StepLosses::mean(&unreported)?, model_version)?;
+        on_report(&row);
+        last = Some(row);
+    }
     if last.is_some() {
         copy_to_backup(&save_checkpoint(&trainer, &config.run, model_version)?)?;
     }

@@ -68,12 +68,17 @@ pub struct TrainSettings {
     /// Samples in the dataset before the first step.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().min_samples))]
     pub min_samples: usize,
-    /// Steps between checkpoints.
-    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().checkpoint_every))]
-    pub checkpoint_every: u64,
-    /// Steps between published models.
-    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().publish_every))]
-    pub publish_every: u64,
+    /// Training samples between checkpoints.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().checkpoint_every_samples))]
+    pub checkpoint_every_samples: u64,
+    /// Training samples between published models (in samples, not steps, so that the cadence,
+    /// and the game cap's growth with each model, mean the same on a CPU and a GPU).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().publish_every_samples))]
+    pub publish_every_samples: u64,
+    /// Training samples between rows of the trainer's metrics.csv (each row: the mean losses
+    /// since the last; a GPU waits for nothing between rows).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().metrics_every_samples))]
+    pub metrics_every_samples: u64,
     /// Seed of the initial weights and of the sampling.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().seed))]
     pub seed: u64,
@@ -102,8 +107,9 @@ impl Default for TrainSettings {
             result_horizon: 0.0,
             average_samples: 0,
             min_samples: 4096,
-            checkpoint_every: 100,
-            publish_every: 100,
+            checkpoint_every_samples: 25_600,
+            publish_every_samples: 25_600,
+            metrics_every_samples: 2_560,
             seed: 0,
             start_from: None,
         }
@@ -171,8 +177,13 @@ impl TrainSettings {
             "a number of plies, 0 or more",
         )?;
         check(self.window >= 1, "window", self.window, "1 or more")?;
-        check(self.checkpoint_every >= 1, "checkpoint_every", self.checkpoint_every, "1 or more")?;
-        check(self.publish_every >= 1, "publish_every", self.publish_every, "1 or more")?;
+        for (field, samples) in [
+            ("checkpoint_every_samples", self.checkpoint_every_samples),
+            ("publish_every_samples", self.publish_every_samples),
+            ("metrics_every_samples", self.metrics_every_samples),
+        ] {
+            check(samples >= 1, field, samples, "1 or more")?;
+        }
         Ok((schedule, ModelConfig::resolve(&self.model)?))
     }
 
@@ -241,8 +252,9 @@ impl TrainSettings {
                 material_fade: self.material_fade,
             },
             min_samples: self.min_samples,
-            checkpoint_every: self.checkpoint_every,
-            publish_every: self.publish_every,
+            checkpoint_every_samples: self.checkpoint_every_samples,
+            publish_every_samples: self.publish_every_samples,
+            metrics_every_samples: self.metrics_every_samples,
             max_steps,
             poll: Duration::from_secs(2),
             seed: self.seed,
@@ -268,7 +280,8 @@ mod tests {
             ("value_q_ratio", TrainSettings { value_q_ratio: -0.1, ..Default::default() }),
             ("material_target", TrainSettings { material_target: 1.5, ..Default::default() }),
             ("result_horizon", TrainSettings { result_horizon: f32::NAN, ..Default::default() }),
-            ("publish_every", TrainSettings { publish_every: 0, ..Default::default() }),
+            ("publish_every_samples", TrainSettings { publish_every_samples: 0, ..Default::default() }),
+            ("metrics_every_samples", TrainSettings { metrics_every_samples: 0, ..Default::default() }),
             ("window", TrainSettings { window: 0, ..Default::default() }),
             ("model", TrainSettings { model: "huge".into(), ..Default::default() }),
         ];

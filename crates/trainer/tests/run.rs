@@ -43,8 +43,9 @@ fn config(data: &Path, run: &Path, max_steps: u64) -> TrainerConfig {
         samples_per_new_sample: 100.0,
         targets: Targets::default(),
         min_samples: 64,
-        checkpoint_every: 4,
-        publish_every: 8,
+        checkpoint_every_samples: 4 * 32,
+        publish_every_samples: 8 * 32,
+        metrics_every_samples: 32,
         max_steps: Some(max_steps),
         poll: Duration::from_millis(50),
         seed: 5,
@@ -91,6 +92,45 @@ fn trains_checkpoints_publishes_and_resumes() {
     let steps: Vec<u64> =
         metrics_rows(run.path()).iter().map(|r| r.split(',').next().unwrap().parse().unwrap()).collect();
     assert_eq!(steps, (1..=18).collect::<Vec<_>>());
+}
+
+#[test]
+fn cadences_are_counted_in_samples_and_a_row_reports_the_mean_losses_since_the_last() {
+    let (data, run) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    dataset(data.path(), 20);
+    // Rows every 5 steps of 32 samples, a checkpoint at every 3 steps' worth (96 samples), a
+    // model at every 7 (224): each a row of its own, and one at the end for the steps left.
+    let config = TrainerConfig {
+        metrics_every_samples: 5 * 32,
+        checkpoint_every_samples: 96,
+        publish_every_samples: 224,
+        ..config(data.path(), run.path(), 16)
+    };
+    let mut publisher = Counting::default();
+    let mut reports = Vec::new();
+    let last = train(&config, &mut publisher, &AtomicBool::new(false), |r| reports.push(r.clone())).unwrap().unwrap();
+    let steps: Vec<u64> = reports.iter().map(|r| r.step).collect();
+    assert_eq!(
+        steps,
+        [3, 6, 7, 9, 12, 14, 15, 16],
+        "rows at checkpoints (3, 6, 9, 12, 15), models (7, 14) and the end"
+    );
+    assert_eq!(publisher.0.len(), 2);
+    assert_eq!((last.step, last.model_version), (16, 2));
+    let rows = metrics_rows(run.path());
+    assert_eq!(rows.len(), steps.len());
+    for (row, report) in rows.iter().zip(&reports) {
+        let policy: f64 = row.split(',').nth(4).unwrap().parse().unwrap();
+        assert!((policy - report.policy_loss).abs() < 1e-6 && policy.is_finite() && policy > 0.0, "{row}");
+    }
+    let checkpoints: Vec<String> = std::fs::read_dir(run.path().join("checkpoints"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .collect();
+    for step in [0, 3, 6, 7, 9, 12, 14, 15, 16] {
+        assert!(checkpoints.contains(&format!("step-{step:08}.json")), "no checkpoint at step {step}: {checkpoints:?}");
+    }
 }
 
 #[test]
