@@ -59,7 +59,8 @@ pub enum BookCommand {
         /// Moves in coordinate notation from the start position (`"h2e2 h9g7"`).
         #[arg(long)]
         moves: Option<String>,
-        /// One JSON object per move, one per line.
+        /// One JSON object: the position's FEN and opening, and its moves, each with the opening
+        /// it leads to.
         #[arg(long)]
         json: bool,
     },
@@ -302,23 +303,17 @@ fn probe(path: &std::path::Path, fen: Option<&str>, moves: Option<&str>, json: b
         return Ok(());
     };
     let mut out = String::new();
-    if !json {
-        match (&entry.ecco, &entry.opening) {
-            (Some(code), Some(name)) => writeln!(out, "opening: {code} {name}")?,
-            _ => writeln!(out, "opening: unnamed")?,
-        }
-        writeln!(
-            out,
-            "{:<6} {:<10} {:>8} {:>20} {:>7} {:>9} {:>8} {:>7} {:>8}",
-            "move", "chinese", "games", "W/D/L", "score", "avg len", "min ply", "value", "visits"
-        )?;
-    }
-    for m in &entry.moves {
-        let chinese = Chinese::from_move(&pos, m.mv).map(|c| c.to_string()).unwrap_or_default();
-        if json {
-            let line = serde_json::json!({
+    if json {
+        // Each move with the opening it leads to (as the HTML pages give it); the position's
+        // own opening once, beside its FEN.
+        let mut moves = Vec::with_capacity(entry.moves.len());
+        for m in &entry.moves {
+            let mut child = pos.clone();
+            child.play(m.mv).with_context(|| format!("the book's move {} is not legal in {pos}", m.mv))?;
+            let leads_to = book.probe(&child)?;
+            moves.push(serde_json::json!({
                 "move": m.mv.to_string(),
-                "chinese": chinese,
+                "chinese": Chinese::from_move(&pos, m.mv).map(|c| c.to_string()).unwrap_or_default(),
                 "games": m.games,
                 "wins": m.wins,
                 "draws": m.draws,
@@ -329,27 +324,45 @@ fn probe(path: &std::path::Path, fen: Option<&str>, moves: Option<&str>, json: b
                 "value": m.value,
                 "visits": m.visits,
                 "prior": m.prior,
-                "ecco": entry.ecco,
-                "opening": entry.opening,
-            });
-            writeln!(out, "{line}")?;
-        } else {
-            // A move only a search added has no games to count.
-            let dash = || "-".to_string();
-            writeln!(
-                out,
-                "{:<6} {} {:>8} {:>20} {:>7} {:>9} {:>8} {:>7} {:>8}",
-                m.mv.to_string(),
-                pad(&chinese, 10),
-                m.games,
-                format!("{}/{}/{}", m.wins, m.draws, m.losses),
-                m.score().map_or_else(dash, |s| format!("{:.1}%", 100.0 * s)),
-                if m.games > 0 { format!("{:.1}", m.avg_plies) } else { dash() },
-                m.min_ply,
-                m.value.map_or_else(dash, |v| format!("{v:+.3}")),
-                m.visits.map_or_else(dash, |n| n.to_string())
-            )?;
+                "ecco": leads_to.as_ref().and_then(|e| e.ecco.clone()),
+                "opening": leads_to.and_then(|e| e.opening),
+            }));
         }
+        let position = serde_json::json!({
+            "fen": pos.to_string(),
+            "ecco": entry.ecco,
+            "opening": entry.opening,
+            "moves": moves,
+        });
+        writeln!(out, "{position}")?;
+        return emit(&out);
+    }
+    match (&entry.ecco, &entry.opening) {
+        (Some(code), Some(name)) => writeln!(out, "opening: {code} {name}")?,
+        _ => writeln!(out, "opening: unnamed")?,
+    }
+    writeln!(
+        out,
+        "{:<6} {:<10} {:>8} {:>20} {:>7} {:>9} {:>8} {:>7} {:>8}",
+        "move", "chinese", "games", "W/D/L", "score", "avg len", "min ply", "value", "visits"
+    )?;
+    for m in &entry.moves {
+        let chinese = Chinese::from_move(&pos, m.mv).map(|c| c.to_string()).unwrap_or_default();
+        // A move only a search added has no games to count.
+        let dash = || "-".to_string();
+        writeln!(
+            out,
+            "{:<6} {} {:>8} {:>20} {:>7} {:>9} {:>8} {:>7} {:>8}",
+            m.mv.to_string(),
+            pad(&chinese, 10),
+            m.games,
+            format!("{}/{}/{}", m.wins, m.draws, m.losses),
+            m.score().map_or_else(dash, |s| format!("{:.1}%", 100.0 * s)),
+            if m.games > 0 { format!("{:.1}", m.avg_plies) } else { dash() },
+            m.min_ply,
+            m.value.map_or_else(dash, |v| format!("{v:+.3}")),
+            m.visits.map_or_else(dash, |n| n.to_string())
+        )?;
     }
     emit(&out)
 }

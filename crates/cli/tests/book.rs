@@ -69,14 +69,19 @@ fn book_probe_json_from_the_mirror_side() {
     let fen = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/4C2C1/9/RNBAKABNR b - - 1 1"; // after 炮八平五
     let out = xqz(&["book", "probe", &book, "--fen", fen, "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let rows: Vec<serde_json::Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let position: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    // The position's own opening, once: after 炮二平五 (mirrored), 中炮.
+    assert_eq!((position["ecco"].as_str(), position["opening"].as_str()), (Some("B00"), Some("中炮")));
+    assert_eq!(position["fen"], fen);
+    let rows = position["moves"].as_array().unwrap();
     assert_eq!(rows.len(), 1);
     let row = &rows[0];
     assert_eq!(row["move"], "b9c7");
     assert_eq!(row["chinese"], "马2进3");
     assert_eq!((row["games"].as_u64(), row["wins"].as_u64(), row["draws"].as_u64()), (Some(3), Some(1), Some(1)));
     assert_eq!(row["losses"], 1);
-    assert_eq!((row["ecco"].as_str(), row["opening"].as_str()), (Some("B00"), Some("中炮")));
+    // Each move with the opening it leads to: 马2进3 answers with the left horse, B05.
+    assert_eq!((row["ecco"].as_str(), row["opening"].as_str()), (Some("B05"), Some("中炮对进左马")), "{position}");
     assert!(row["value"].is_null());
 }
 
@@ -347,10 +352,11 @@ fn book_grow_searches_with_the_shipped_model_and_resumes() {
 
     let out = xqz(&["book", "probe", &book, "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let rows: Vec<serde_json::Value> = text(&out.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let position: serde_json::Value = serde_json::from_str(&text(&out.stdout)).unwrap();
+    let rows = position["moves"].as_array().unwrap();
     // The games' move keeps its counts and gets the search's statistics like the moves it added.
     assert_eq!((rows[0]["move"].as_str(), rows[0]["games"].as_u64()), (Some("b2e2"), Some(3)), "{rows:?}");
-    for row in &rows {
+    for row in rows {
         let value = row["value"].as_f64().unwrap_or_else(|| panic!("no value: {row}"));
         assert!(value.abs() <= 1.0 && row["visits"].as_u64().is_some() && row["prior"].as_f64().is_some(), "{row}");
     }
