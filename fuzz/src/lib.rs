@@ -1,8 +1,17 @@
-//! Shared helpers for the fuzz targets: the naive reference move generator of the integration
-//! tests, compiled here as well so that the `fen` target checks move generation on any valid
-//! position, not only on positions reached in games.
+//! The fuzz targets' checks, one module each, so that both the cargo-fuzz targets
+//! (`fuzz_targets/*.rs`, one `fuzz_target!` line each) and the main workspace's tests compile
+//! them: `crates/xiangqi/tests/fuzz_seeds.rs` (`fen`, `coord_move`, `notation`),
+//! `crates/coordinator/tests/fuzz_seeds.rs` (`submission`) and `crates/worker/tests/fuzz_seeds.rs`
+//! (`spool`) include a check with `#[path]` and run it on every file of `seeds/<target>/`, through
+//! [`replay`], on stable Rust under `scripts/test`. So a check must build with the dependencies
+//! of the crate whose test includes it.
 
-#[path = "../../crates/xiangqi/tests/common/naive.rs"]
-mod naive;
+pub mod checks {
+    pub mod coord_move;
+    pub mod fen;
+    pub mod notation;
+    pub mod spool;
+    pub mod submission;
+}
 
-pub use naive::{board_of, naive_king_attacked, naive_legal_moves};
+pub mod replay;

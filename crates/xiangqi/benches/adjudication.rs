@@ -2,6 +2,7 @@
 //!
 //! Run with `cargo bench -p xiangqi --bench adjudication`. Prints games/s and plies/s for both
 //! and the relative cost of adjudication; the same seeds give the same games in both modes.
+//! `XQZ_BENCH_GAMES` (2000) sets the games per measurement.
 
 use std::time::{Duration, Instant};
 
@@ -69,7 +70,7 @@ fn measure(name: &str, run: impl Fn() -> (usize, usize)) -> f64 {
 }
 
 fn main() {
-    let games = 2000;
+    let games = std::env::var("XQZ_BENCH_GAMES").ok().and_then(|v| v.parse().ok()).unwrap_or(2000);
     let base = measure("legality only", || legality_only(1, games));
     let full = measure("full adjudication", || adjudicated(1, games));
     println!("adjudication cost per ply: {:+.1}%", (full / base - 1.0) * 100.0);
