@@ -17,6 +17,8 @@ use xqz_mcts::PlaySettings;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{GameSubmission, RegisterRequest, SubmitGamesRequest};
 
+use crate::coordinator::Ready;
+
 /// Options of `xqz bench ingest`.
 #[derive(Args)]
 pub struct IngestArgs {
@@ -153,37 +155,27 @@ fn start_coordinator(
     dataset: Option<&DatasetLocation>,
     data: tempfile::TempDir,
 ) -> Result<(String, Started)> {
-    use std::io::BufRead;
+    let ready_dir = tempfile::tempdir()?;
+    let ready_file = ready_dir.path().join("coordinator.ready");
     // The synthetic games are played by the rules alone (and the length cap): no material
     // adjudication, and a repetition the rules call a draw is a draw.
-    let mut child = Command::new(std::env::current_exe()?)
+    let child = Command::new(std::env::current_exe()?)
         .args(["coordinator", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
         .args(["--max-plies", &max_plies.to_string(), "--material-adjudication", "0", "--repeater-loses", "false"])
         .arg("--data")
         .arg(data.path())
         .args(dataset.map(|d| format!("--dataset={d}")))
+        .arg("--ready-file")
+        .arg(&ready_file)
         // A thousand simulated workers would make a thousand "worker joined" lines.
         .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .spawn()
         .context("start the coordinator")?;
-    let stdout = child.stdout.take().context("coordinator stdout")?;
-    let mut lines = std::io::BufReader::new(stdout).lines();
     let mut started = Started { child, http: String::new(), data: Some(data) };
-    let mut grpc = None;
-    for line in lines.by_ref() {
-        let line = line?;
-        if let Some(addr) = line.strip_prefix("listening on ") {
-            grpc = Some(format!("http://{}", addr.trim()));
-        } else if let Some(rest) = line.strip_prefix("metrics on http://") {
-            started.http = rest.split('/').next().unwrap_or_default().to_string();
-            let grpc = grpc.context("the coordinator named its HTTP address before its gRPC one")?;
-            // Keep draining its output so that it never blocks on a full pipe.
-            std::thread::spawn(move || lines.for_each(drop));
-            return Ok((grpc, started));
-        }
-    }
-    bail!("the coordinator exited without saying where it listens")
+    let ready = Ready::wait(&mut started.child, &ready_file, Duration::from_secs(120))?;
+    started.http = ready.metrics.context("the coordinator's ready file names no HTTP address")?.to_string();
+    Ok((format!("http://{}", ready.listen), started))
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> Duration {

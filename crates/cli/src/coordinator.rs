@@ -1,8 +1,9 @@
 //! `xqz coordinator`: serves the coordinator until Ctrl-C or SIGTERM.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args};
@@ -97,6 +98,25 @@ pub struct Ready {
     pub listen: SocketAddr,
     /// The bound HTTP address (metrics and dashboard), if any.
     pub metrics: Option<SocketAddr>,
+}
+
+impl Ready {
+    /// Waits up to `timeout` for the ready file at `path` of `coordinator`, a process started as
+    /// `xqz coordinator ... --ready-file PATH`: how every command that starts a coordinator
+    /// learns where it listens (the file is written whole, by a rename, once both ports are bound).
+    pub fn wait(coordinator: &mut std::process::Child, path: &Path, timeout: Duration) -> Result<Ready> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(text) = std::fs::read_to_string(path) {
+                return serde_json::from_str(&text).with_context(|| format!("ready file {}", path.display()));
+            }
+            if let Some(status) = coordinator.try_wait()? {
+                anyhow::bail!("the coordinator exited ({status}) before it was ready");
+            }
+            anyhow::ensure!(Instant::now() < deadline, "the coordinator was not ready in {timeout:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.

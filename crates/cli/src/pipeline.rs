@@ -201,20 +201,6 @@ fn unix_now() -> String {
 }
 
 /// Waits for the coordinator's ready file, as long as the coordinator is running.
-fn wait_ready(coordinator: &mut Role, path: &Path, timeout: Duration) -> Result<Ready> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            return serde_json::from_str(&text).with_context(|| format!("ready file {}", path.display()));
-        }
-        if let Some(status) = coordinator.child.try_wait()? {
-            anyhow::bail!("the coordinator exited ({status}) before it was ready; see its log");
-        }
-        anyhow::ensure!(Instant::now() < deadline, "the coordinator was not ready in {timeout:?}; see its log");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Worker processes when `--workers` is not given. On a CPU one worker leaves the other cores to
 /// the trainer, whose steps then keep up with self-play. With the network on a GPU the trainer
 /// needs few cores, and a GPU's inference keeps many workers busy: one per core but three (the
@@ -295,7 +281,8 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         .collect::<Vec<String>>(),
         &logs.join("coordinator.log"),
     )?;
-    let ready = wait_ready(&mut coordinator, &ready_file, Duration::from_secs(60))?;
+    let ready = Ready::wait(&mut coordinator.child, &ready_file, Duration::from_secs(60))
+        .context("starting the coordinator (see its log)")?;
     let url = format!("http://{}", ready.listen);
     let dashboard = ready.metrics.context("the coordinator's ready file names no dashboard address")?;
     println!(
