@@ -4,7 +4,7 @@
 //! - the training step of a model (`XQZ_BENCH_MODEL`, `small` by default) on those batches,
 //!   serial (each batch converted on the step's thread, the losses read after every step, as the
 //!   trainer's loop was) and fed (batches prepared on a thread of their own, the losses read
-//!   every ten steps, as it is);
+//!   every ten steps, as it is), in alternation, twice each;
 //!
 //! and prints the ratio of the two and how many times faster the data side is than the trainer
 //! consumes it. Batch 256.
@@ -79,8 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let timed = &batches[1..];
 
     // As the trainer's loop was before it was fed: each batch converted and copied on the step's
-    // thread, the losses read back after every step. Timed before and after the fed loop, and
-    // the faster taken, so that neither warm-up nor a busy spell flatters the fed loop.
+    // thread, the losses read back after every step.
     let serial_loop = |trainer: &mut Trainer| -> Result<f64, Box<dyn Error>> {
         let start = Instant::now();
         for batch in timed {
@@ -88,37 +87,42 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok(steps as f64 / start.elapsed().as_secs_f64())
     };
-    let serial_before = serial_loop(&mut trainer)?;
-
     // As it is fed: batches converted and copied to the device on a thread of their own, two
     // ahead, and the losses read once for every ten steps.
-    let start = Instant::now();
-    std::thread::scope(|scope| -> Result<(), Box<dyn Error + Send + Sync>> {
-        let (ready, prepared) = std::sync::mpsc::sync_channel(2);
-        scope.spawn(move || {
-            for batch in timed {
-                let data = TrainingData::from_replay(batch, Targets::default()).expect("synthetic batches convert");
-                if ready.send(DeviceBatch::new(&data.batch(), device)).is_err() {
-                    break;
+    let fed_loop = |trainer: &mut Trainer| -> Result<f64, Box<dyn Error>> {
+        let start = Instant::now();
+        std::thread::scope(|scope| -> Result<(), Box<dyn Error + Send + Sync>> {
+            let (ready, prepared) = std::sync::mpsc::sync_channel(2);
+            scope.spawn(move || {
+                for batch in timed {
+                    let data = TrainingData::from_replay(batch, Targets::default()).expect("synthetic batches convert");
+                    if ready.send(DeviceBatch::new(&data.batch(), device)).is_err() {
+                        break;
+                    }
+                }
+            });
+            let mut unread = Vec::new();
+            for batch in prepared {
+                unread.push(trainer.step_on(&batch?)?);
+                if unread.len() == 10 {
+                    StepLosses::mean(&unread)?;
+                    unread.clear();
                 }
             }
-        });
-        let mut unread = Vec::new();
-        for batch in prepared {
-            unread.push(trainer.step_on(&batch?)?);
-            if unread.len() == 10 {
+            if !unread.is_empty() {
                 StepLosses::mean(&unread)?;
-                unread.clear();
             }
-        }
-        if !unread.is_empty() {
-            StepLosses::mean(&unread)?;
-        }
-        Ok(())
-    })
-    .map_err(|e| e.to_string())?;
-    let fed = steps as f64 / start.elapsed().as_secs_f64();
-    let serial = serial_before.max(serial_loop(&mut trainer)?);
+            Ok(())
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(steps as f64 / start.elapsed().as_secs_f64())
+    };
+    // In alternation, twice each, and the means: neither warm-up nor a busy spell favours one.
+    let (mut serial, mut fed) = (0.0, 0.0);
+    for _ in 0..2 {
+        serial += serial_loop(&mut trainer)? / 2.0;
+        fed += fed_loop(&mut trainer)? / 2.0;
+    }
     println!("train, serial ({model}, {device:?}): {serial:>9.2} batches/s ({:.0} samples/s)", serial * BATCH as f64);
     println!("train, fed ({model}, {device:?}):    {fed:>9.2} batches/s ({:.0} samples/s)", fed * BATCH as f64);
     println!("fed / serial:           {:>9.2}x", fed / serial);
