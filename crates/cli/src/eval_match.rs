@@ -371,9 +371,12 @@ pub fn play(args: &MatchArgs) -> Result<Played> {
         }
         println!("{json}");
     } else if text {
-        println!("final: {}", results::summary(&report, plan.sprt.as_ref()));
-        for (reason, count) in log.terminations() {
-            println!("  {count:>5} {reason}");
+        // A resumed match with nothing left to play has no games of its own to sum up.
+        if report.pairs.pairs() > 0 {
+            println!("final: {}", results::summary(&report, plan.sprt.as_ref()));
+            for (reason, count) in log.terminations() {
+                println!("  {count:>5} {reason}");
+            }
         }
         if let Some(whole) = whole {
             println!(

@@ -267,6 +267,13 @@ fn a_match_cut_short_goes_on_from_its_pairs_and_its_parts_score_as_one() {
     // Gone on with once more, it has nothing left to play.
     let done = matched(&parts, "material", "uniform", &["--pairs", "3", "--resume"]);
     assert_eq!(done["games"], 0, "{done}");
+    // In text it sums up the whole match, with no line for the games it did not play.
+    let mut args = vec!["eval", "match", "--a", "material", "--b", "uniform", "--playouts", "16", "--max-plies", "60"];
+    args.extend_from_slice(&["--seed", "5", "--concurrency", "1", "--out", parts.to_str().unwrap(), "--pairs", "3"]);
+    args.push("--resume");
+    let stdout = String::from_utf8_lossy(&xqz(&args).stdout).into_owned();
+    assert!(stdout.contains("all games of the two in the folder (2 matches): 6 games"), "{stdout}");
+    assert!(!stdout.contains("final:"), "{stdout}");
     // The parts played the whole match's openings, and so (the players being deterministic) its
     // games.
     let games = |dir: &Path| -> Vec<(u32, String, String, String)> {
