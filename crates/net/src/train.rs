@@ -266,9 +266,7 @@ impl Trainer {
         let finite = total.f_isfinite()?;
         let keep_if_finite = |target: &mut Tensor, new: Tensor| target.f_copy_(&new.f_where_self(&finite, target)?);
         for (statistic, before) in self.statistics.iter_mut().zip(statistics_before) {
-            let moved = statistic.copy();
-            statistic.f_copy_(&before)?;
-            keep_if_finite(statistic, moved)?;
+            statistic.f_copy_(&statistic.f_where_self(&finite, &before)?)?;
         }
         for p in self.parameters.values_mut() {
             let gradient = p.weight.grad();
@@ -348,11 +346,6 @@ impl DeviceBatch {
             wdl: upload(batch.wdl, &[rows, 3])?,
             rows: n,
         })
-    }
-
-    /// Rows.
-    pub fn rows(&self) -> usize {
-        self.rows
     }
 }
 
