@@ -184,7 +184,12 @@ fn run(command: Command, given: &ArgMatches) -> Result<ExitCode> {
             for text in moves.split_whitespace() {
                 game.push_str(text)?;
             }
-            println!("{}", game.outcome().to_json());
+            // A repetition whose side must vary still has its rounds (23.5): the game goes on, and
+            // the ruling it will get if nobody varies is shown.
+            match game.pending_ruling() {
+                Some(ruling) => println!(r#"{{"status":"pending","ruling":{}}}"#, ruling.to_json()),
+                None => println!("{}", game.outcome().to_json()),
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Data { command } => done(data::run(command)),

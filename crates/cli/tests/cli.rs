@@ -55,6 +55,93 @@ fn adjudicate_prints_one_json_line() {
     assert!(stdout(&ongoing).starts_with("{\"status\":\"ongoing\",\"winner\":null"));
 }
 
+/// `moves` (a cycle, or any sequence) repeated to `plies` plies, as `--moves` takes them.
+fn repeated(moves: &[&str], plies: usize) -> String {
+    moves.iter().cycle().take(plies).copied().collect::<Vec<_>>().join(" ")
+}
+
+/// `xqz adjudicate`'s line for `plies` plies of `moves` from `fen` under `ruleset`.
+fn adjudicated(fen: &str, moves: &[&str], plies: usize, ruleset: &str) -> String {
+    let out = xqz(&["adjudicate", "--fen", fen, "--moves", &repeated(moves, plies), "--ruleset", ruleset]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    stdout(&out).trim_end().to_string()
+}
+
+fn win(winner: &str, reason: &str, article: &str, ruleset: &str) -> String {
+    format!(r#"{{"status":"win","winner":"{winner}","reason":"{reason}","article":"{article}","ruleset":"{ruleset}"}}"#)
+}
+
+fn draw(reason: &str, article: &str, ruleset: &str) -> String {
+    format!(r#"{{"status":"draw","winner":null,"reason":"{reason}","article":"{article}","ruleset":"{ruleset}"}}"#)
+}
+
+/// The articles of the rule books that the rules core models beyond the basic repetition rulings,
+/// each in a game whose verdict it decides (the positions are those of crates/xiangqi's
+/// rules2011.rs and rules1999.rs, where each is explained).
+#[test]
+fn adjudicate_cites_the_article_that_decides_each_game() {
+    const CN: &str = "chinese2011";
+    // 23.4: a rook's tour of chases over three points is ruled after nine rounds, at ply 19,
+    // before any position occurred three times.
+    let tour = ["a1a3", "e9e8", "a3a5", "e8e9", "a5a1", "e9e8", "a1a3", "e8e9", "a3a5", "e9e8", "a5a1", "e8e9"];
+    let fen = "4k4/9/9/9/7n1/9/7c1/9/R6n1/3K5 w - - 0 1";
+    assert_eq!(
+        adjudicated(fen, &tour, 18, CN),
+        r#"{"status":"ongoing","winner":null,"reason":null,"article":null,"ruleset":null}"#
+    );
+    assert_eq!(adjudicated(fen, &tour, 19, CN), win("black", "perpetual_chase", "23.4", CN));
+
+    // 23.5: Red's rook perpetually chases an unprotected horse. At the third occurrence (ply 8,
+    // Red's move) the ruling is pending: Red has two rounds to vary, and loses with its second
+    // move in the cycle (ply 12) unless it varies.
+    let chase = ["a5c6", "i5i6", "c6a5", "i6i5"];
+    let fen = "5k3/4a4/9/9/n7R/9/9/9/9/3AKA3 b - - 0 1";
+    let lost = win("black", "perpetual_chase", "25.3", CN);
+    let pending = format!(r#"{{"status":"pending","ruling":{lost}}}"#);
+    assert_eq!(
+        adjudicated(fen, &chase, 7, CN),
+        r#"{"status":"ongoing","winner":null,"reason":null,"article":null,"ruleset":null}"#
+    );
+    for plies in 8..12 {
+        assert_eq!(adjudicated(fen, &chase, plies, CN), pending, "ply {plies}");
+    }
+    assert_eq!(adjudicated(fen, &chase, 12, CN), lost);
+    let varied = format!("{} i5i4", repeated(&chase, 9));
+    let out = xqz(&["adjudicate", "--fen", fen, "--moves", &varied]);
+    assert!(stdout(&out).starts_with(r#"{"status":"ongoing""#), "a side that varies plays on: {}", stdout(&out));
+
+    // 26.4: Red's lone rook, the defending side, attacks unprotected elephants with every move: idle,
+    // a draw two rounds after the third occurrence. Horses are no advisors or elephants: a
+    // perpetual chase, lost with Red's second move after the third occurrence (ply 11).
+    let rook = ["a5a9", "e8f8", "a9a5", "f8e8"];
+    assert_eq!(
+        adjudicated("2b6/4k4/9/9/R5b2/9/9/8r/9/3K5 w - - 0 1", &rook, 12, CN),
+        draw("allowed_repetition", "25.2", CN)
+    );
+    assert_eq!(
+        adjudicated("2n6/4k4/9/9/R5n2/9/9/8r/9/3K5 w - - 0 1", &rook, 11, CN),
+        win("black", "perpetual_chase", "25.3", CN)
+    );
+
+    // 26.5: Black's block of the rook's check leaves a mate threat that Red's check brought on
+    // itself: idle, so Black's idle move and chase are allowed, a draw.
+    let self_inflicted = ["c3f3", "e8f7", "f3c3", "f7e8"];
+    assert_eq!(
+        adjudicated("3N1k3/4a4/1n7/9/2r6/9/2R6/9/3NC4/4K4 w - - 0 1", &self_inflicted, 12, CN),
+        draw("allowed_repetition", "25.2", CN)
+    );
+
+    // Both sides forbidden: a perpetual rook chase against chases of protected pieces must vary
+    // under 2011 (26.9), and is a draw at once under the 1999 book (its 26.3).
+    let mutual = ["g1h1", "b6d6", "h1g1", "d6b6"];
+    let fen = "3k2rr1/4P4/N3N4/Pc2P4/2b3PP1/9/9/9/4A1C2/4K4 w - - 0 1";
+    assert_eq!(adjudicated(fen, &mutual, 11, CN), win("black", "perpetual_chase", "26.9", CN));
+    assert_eq!(adjudicated(fen, &mutual, 8, "chinese1999"), draw("allowed_repetition", "26.3", "chinese1999"));
+    // One side forbidden under 1999: the chaser loses once it has repeated one more cycle (24.3).
+    let fen = "5k3/4a4/9/9/n7R/9/9/9/9/3AKA3 b - - 0 1";
+    assert_eq!(adjudicated(fen, &chase, 12, "chinese1999"), win("black", "perpetual_chase", "26.4", "chinese1999"));
+}
+
 #[test]
 fn adjudicate_names_an_illegal_move_and_its_index_and_prints_nothing_else() {
     let out = xqz(&["adjudicate", "--moves", "h2e2 h9g7 a0a5"]);

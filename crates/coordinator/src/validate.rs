@@ -538,8 +538,9 @@ mod tests {
 
     #[test]
     fn repeater_loses_follows_the_coordinator_settings() {
-        // Both sides idle; Black's last move makes the third occurrence of the start position.
-        let moves = ["b0c2", "b9c7", "c2b0", "c7b9", "b0c2", "b9c7", "c2b0", "c7b9"];
+        // Both sides idle; Black's eighth move makes the third occurrence of the start position,
+        // its twelfth ends the two rounds either side had to vary in (23.5).
+        let moves = ["b0c2", "b9c7", "c2b0", "c7b9", "b0c2", "b9c7", "c2b0", "c7b9", "b0c2", "b9c7", "c2b0", "c7b9"];
         let adjudicating = PlaySettings { repeater_loses: true, ..PlaySettings::default() };
         assert_adjudication(
             &moves,

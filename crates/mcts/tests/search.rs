@@ -147,9 +147,10 @@ impl Evaluator for FondRedWins {
 
 #[test]
 fn a_side_that_values_playing_on_does_not_repeat_into_a_draw() {
-    // Both sides have shuffled; e1d0 brings back the start position a third time, a repetition
-    // the rules call a draw.
-    let game = game("4k4/4a4/9/9/9/R8/9/9/9/3AK4 b", "e9d9 d0e1 d9e9 e1d0 e9d9 d0e1 d9e9");
+    // Both sides have shuffled: the start position came back a third time at ply 8, and neither
+    // side varied in the two rounds since (23.5), so e1d0 ends them with a repetition the rules
+    // call a draw.
+    let game = game("4k4/4a4/9/9/9/R8/9/9/9/3AK4 b", "e9d9 d0e1 d9e9 e1d0 e9d9 d0e1 d9e9 e1d0 e9d9 d0e1 d9e9");
     let mut drawn = game.clone();
     drawn.push(mv("e1d0")).unwrap();
     assert_eq!(drawn.outcome().verdict().map(|v| v.reason), Some(Reason::AllowedRepetition));

@@ -12,10 +12,21 @@ fn play(fen: &str, ruleset: Ruleset, moves: &str) -> Game {
     play_under(fen, GameConfig { ruleset, ..GameConfig::default() }, moves)
 }
 
+/// Plays `moves`; if they end in a repetition whose ruling is pending (the side that must vary
+/// has two rounds to, 23.5), plays the cycle of the last four plies on until the ruling comes,
+/// which must be the pending one. The timing itself is tested in `rules2011.rs`.
 fn play_under(fen: &str, config: GameConfig, moves: &str) -> Game {
     let mut game = Game::from_position(Position::from_fen(fen).unwrap(), config);
     for (i, mv) in moves.split_whitespace().enumerate() {
         game.push_str(mv).unwrap_or_else(|e| panic!("move {i} ({mv}): {e}"));
+    }
+    let pending = game.pending_ruling();
+    while game.pending_ruling().is_some() {
+        let mv = game.moves().nth(game.len() - 4).expect("a cycle of four plies");
+        game.push(mv).unwrap_or_else(|e| panic!("{mv} continuing the cycle: {e}"));
+    }
+    if let Some(pending) = pending.filter(|_| !config.repeater_loses) {
+        assert_eq!(game.outcome(), pending, "the pending ruling is given");
     }
     game
 }
@@ -132,10 +143,14 @@ fn repeater_loses(fen: &str, moves: &str) -> Game {
 #[test]
 fn repeater_loses_gives_an_allowed_repetition_to_the_side_that_did_not_complete_it() {
     const ADJUDICATION: &str = "self-play repetition adjudication";
-    // Both sides idle: Black's eighth ply makes the third occurrence, so Red wins.
+    // Both sides idle: Black's eighth ply makes the third occurrence, and its twelfth ends the two
+    // rounds to vary in (23.5), so Red wins.
     let idle = "b0c2 b9c7 c2b0 c7b9 b0c2 b9c7 c2b0 c7b9";
-    assert_win(&repeater_loses(xiangqi::START_FEN, idle), Color::Red, Reason::RepetitionAdjudication, ADJUDICATION);
-    // Red idles first from the third ply on: Red's ninth ply completes it, so Black wins.
+    let game = repeater_loses(xiangqi::START_FEN, idle);
+    assert_win(&game, Color::Red, Reason::RepetitionAdjudication, ADJUDICATION);
+    assert_eq!(game.len(), 12);
+    // Red idles first from the third ply on: Red's ninth ply completes it and its thirteenth ends
+    // the rounds, so Black wins.
     let late = "b0c2 b9c7 h0g2 c7b9 g2h0 b9c7 h0g2 c7b9 g2h0";
     let game = repeater_loses(xiangqi::START_FEN, late);
     assert_win(&game, Color::Black, Reason::RepetitionAdjudication, ADJUDICATION);

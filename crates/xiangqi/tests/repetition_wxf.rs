@@ -611,6 +611,127 @@ fn wxf_repetition_rulings_agree_with_pyffish() {
     }
 }
 
+/// A game of the rule-book tests (`rules2011.rs`, `rules1999.rs`, explained there) played on
+/// under each ruleset: where the ending comes and who wins. The Chinese books' rulings are ours
+/// alone; under `Ruleset::Wxf` the same moves must end as Fairy-Stockfish ends them.
+struct BookCase {
+    id: &'static str,
+    fen: &'static str,
+    cycle: &'static [&'static str],
+    /// Plies played, enough for every ruleset's ending.
+    plies: usize,
+    /// (ruleset, ply of the ending, JSON of the outcome's status and winner) per ruleset.
+    endings: &'static [(Ruleset, usize, &'static str)],
+}
+
+/// Why the books part ways on each case:
+/// - `nine-rounds`: 2011's 23.4 rules a rook's tour of chases of three different pieces after nine
+///   rounds; WXF chases must be of one and the same piece, so the threefold repetition is a draw
+///   there (and under 1999, which has no nine-round rule, Red must vary: 26.4 after 24.3's one
+///   more cycle).
+/// - `rounds-to-vary`: the same perpetual chase of one horse loses under every book; WXF rules
+///   at the third occurrence, 2011 after the chaser's two rounds to vary (23.5), 1999 after its
+///   one more cycle (24.3).
+/// - `lone-defender`: a defending side's lone rook attacking elephants (26.4) is idle under 2011
+///   (a draw after two rounds); WXF sees chases of different pieces, not one perpetual chase,
+///   and calls it a draw at once.
+/// - `self-inflicted`: the block of a check that leaves a threat the checker made itself (26.5)
+///   is idle under 2011; WXF ignores mate threats and calls the cycle a draw at once.
+/// - `both-forbidden`: a rook chase of two different rooks against chases of protected pieces:
+///   2011's 26.9 makes the rook chaser vary, 1999's 26.3 calls it a draw, and WXF, seeing no
+///   piece chased throughout, a draw.
+const BOOK_CASES: &[BookCase] = &[
+    BookCase {
+        id: "nine-rounds",
+        fen: "4k4/9/9/9/7n1/9/7c1/9/R6n1/3K5 w - - 0 1",
+        cycle: &["a1a3", "e9e8", "a3a5", "e8e9", "a5a1", "e9e8", "a1a3", "e8e9", "a3a5", "e9e8", "a5a1", "e8e9"],
+        plies: 40,
+        endings: &[
+            (Ruleset::Chinese2011, 19, r#""win","winner":"black""#),
+            (Ruleset::Chinese1999, 35, r#""win","winner":"black""#),
+            (Ruleset::Wxf, 24, r#""draw","winner":null"#),
+        ],
+    },
+    BookCase {
+        id: "rounds-to-vary",
+        fen: "5k3/4a4/9/9/n7R/9/9/9/9/3AKA3 b - - 0 1",
+        cycle: &["a5c6", "i5i6", "c6a5", "i6i5"],
+        plies: 16,
+        endings: &[
+            (Ruleset::Chinese2011, 12, r#""win","winner":"black""#),
+            (Ruleset::Chinese1999, 12, r#""win","winner":"black""#),
+            (Ruleset::Wxf, 8, r#""win","winner":"black""#),
+        ],
+    },
+    BookCase {
+        id: "lone-defender",
+        fen: "2b6/4k4/9/9/R5b2/9/9/8r/9/3K5 w - - 0 1",
+        cycle: &["a5a9", "e8f8", "a9a5", "f8e8"],
+        plies: 16,
+        endings: &[
+            (Ruleset::Chinese2011, 12, r#""draw","winner":null"#),
+            (Ruleset::Chinese1999, 8, r#""draw","winner":null"#),
+            (Ruleset::Wxf, 8, r#""draw","winner":null"#),
+        ],
+    },
+    BookCase {
+        id: "self-inflicted",
+        fen: "3N1k3/4a4/1n7/9/2r6/9/2R6/9/3NC4/4K4 w - - 0 1",
+        cycle: &["c3f3", "e8f7", "f3c3", "f7e8"],
+        plies: 16,
+        endings: &[
+            (Ruleset::Chinese2011, 12, r#""draw","winner":null"#),
+            (Ruleset::Chinese1999, 8, r#""draw","winner":null"#),
+            (Ruleset::Wxf, 8, r#""draw","winner":null"#),
+        ],
+    },
+    BookCase {
+        id: "both-forbidden",
+        fen: "3k2rr1/4P4/N3N4/Pc2P4/2b3PP1/9/9/9/4A1C2/4K4 w - - 0 1",
+        cycle: &["g1h1", "b6d6", "h1g1", "d6b6"],
+        plies: 16,
+        endings: &[
+            (Ruleset::Chinese2011, 11, r#""win","winner":"black""#),
+            (Ruleset::Chinese1999, 8, r#""draw","winner":null"#),
+            (Ruleset::Wxf, 8, r#""draw","winner":null"#),
+        ],
+    },
+];
+
+/// The rule-book cases end where each book says ([`BOOK_CASES`] says why they differ), and under
+/// `Ruleset::Wxf` as Fairy-Stockfish ends them.
+#[test]
+fn rule_book_cases_under_each_ruleset_and_fairy_stockfish() {
+    let mut cases = Vec::new();
+    for book in BOOK_CASES {
+        let moves: Vec<Move> = book.cycle.iter().cycle().take(book.plies).map(|m| m.parse().unwrap()).collect();
+        for &(ruleset, ply, result) in book.endings {
+            let mut game = Game::from_position(
+                Position::from_fen(book.fen).unwrap(),
+                GameConfig { ruleset, ..GameConfig::default() },
+            );
+            for &mv in &moves {
+                if game.outcome().is_over() {
+                    break;
+                }
+                game.push(mv).unwrap_or_else(|e| panic!("{}: {e}", book.id));
+            }
+            let json = game.outcome().to_json();
+            assert_eq!(game.len(), ply, "{} under {ruleset}: {json}", book.id);
+            assert!(json.contains(result), "{} under {ruleset}: {json}, expected {result}", book.id);
+        }
+        cases.push(Case {
+            id: book.id.to_string(),
+            fen: book.fen.to_string(),
+            moves,
+            from: 0,
+            signature: "book".into(),
+        });
+    }
+    let disagreeing = compare(&cases);
+    assert!(disagreeing.is_empty(), "the WXF rulings of {disagreeing:?} differ from Fairy-Stockfish's");
+}
+
 /// Compares our endings with pyffish's for every case and prints the agreement, the
 /// disagreement classes and every disagreement; returns the ids of the cases that disagree.
 /// Panics if pyffish cannot answer for a case.

@@ -1,5 +1,5 @@
 //! The 1999 edition of the Chinese rules (`Ruleset::Chinese1999`,
-//! `shared/seeds/rules-1999-traditional.txt`) against the 2011 rules, one cycle per row: where
+//! 中國象棋競賽規則, 1999) against the 2011 rules, one cycle per row: where
 //! the books agree and where they differ.
 //!
 //! The books differ where both sides make forbidden moves: the 1999 rules call that a draw
@@ -229,12 +229,15 @@ fn the_1999_ruleset_is_chosen_by_its_name() {
     assert!(unknown.to_string().contains("chinese1999"), "{unknown}");
 }
 
-/// 23.4 is a 2011 article: the 1999 rules wait for the third occurrence.
+/// 23.4 is a 2011 article: the 1999 rules wait for the third occurrence (ply 24), and then for the
+/// one more cycle of 24.3.
 #[test]
 fn the_1999_rules_have_no_nine_round_rule() {
     let fen = "4k4/9/9/9/7n1/9/7c1/9/R6n1/3K5 w - - 0 1";
     let moves = ["a1a3", "e9e8", "a3a5", "e8e9", "a5a1", "e9e8", "a1a3", "e8e9", "a3a5", "e9e8", "a5a1", "e8e9"];
-    let game = common::rules::play_out(Ruleset::Chinese1999, fen, &moves, 24);
-    assert_eq!(game.len(), 24, "{:?}", game.outcome());
+    let game = common::rules::play_out(Ruleset::Chinese1999, fen, &moves, 34);
+    assert_eq!(game.outcome(), Outcome::Ongoing, "Red has its one more cycle to vary in (24.3)");
+    let game = common::rules::play_out(Ruleset::Chinese1999, fen, &moves, 35);
+    assert_eq!(game.len(), 35, "{:?}", game.outcome());
     assert_win(&game, Black, PerpetualChase, "26.4");
 }

@@ -1,6 +1,6 @@
 //! The Chinese Xiangqi Association's 2011 repetition rules (棋例, articles 23-26), one concrete
 //! position and cycle per ruling: the both-sides-forbidden rulings of 26.9, the worked examples
-//! of the rules text (`shared/seeds/rules-2011-chinese-xiangqi-association.txt`, lines 239-259),
+//! of the rules text (its figures 2-5 and reference figures, after article 24),
 //! the king and pawn rules of 26.1 and 26.2, the nine-round rule of 23.4, the defending side's
 //! lone attacker of 26.4, the self-inflicted positions of 26.5 and the exchange offers of 26.10
 //! and 26.11. Tables of single moves give each article's cases, those where it must not apply
@@ -27,7 +27,7 @@ mod common;
 
 use common::rules::{check_nature, cycle, parse_move, play_out};
 use common::{assert_draw, assert_win};
-use xiangqi::game::{MoveNature, Outcome, Reason, Ruleset, classify_move, classify_move_in_game};
+use xiangqi::game::{Game, MoveNature, Outcome, Reason, Ruleset, classify_move, classify_move_in_game};
 use xiangqi::{Color, Move, Position};
 
 /// Black's chases of protected pieces through the elephant's eye (module doc), as natures.
@@ -325,6 +325,101 @@ fn article_26_2_pawn_moves_that_uncover_rook_chases_are_a_perpetual_chase() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 23.5: rounds to vary.
+// ---------------------------------------------------------------------------------------------
+
+/// Red's rook follows Black's horse a5/c6 along ranks 5 and 6, chasing it unprotected with every
+/// move (25.3); Black's horse moves are idle. The start position occurs the third time at ply 8.
+const ROOK_FOLLOWS: (&str, [&str; 4]) = ("5k3/4a4/9/9/n7R/9/9/9/9/3AKA3 b - - 0 1", ["a5c6", "i5i6", "c6a5", "i6i5"]);
+
+/// The game after `plies` plies of `cycle` from `fen` with `vary` in place of the moves at the
+/// given ply indices.
+fn varied(ruleset: Ruleset, fen: &str, cycle: &[&'static str], plies: usize, vary: &[(usize, &'static str)]) -> Game {
+    let mut moves: Vec<&str> = cycle.iter().cycle().take(plies).copied().collect();
+    for &(ply, mv) in vary {
+        moves[ply] = mv;
+    }
+    let game = play_out(ruleset, fen, &moves, plies);
+    assert_eq!(game.len(), plies, "{:?}", game.outcome());
+    game
+}
+
+/// 23.5 (单方"长将"立即判负。其他待判局面，均允许单方两个回合内变着): at the pending position (the
+/// third occurrence) a perpetual check loses at once; any other ruling waits while the side it
+/// names has two rounds to vary, and is given with that side's second move in the cycle (a draw:
+/// after two rounds of both). A move out of the cycle by either side ends the wait; if the cycle
+/// comes back, the rounds count afresh. The rulings of every cycle in this file come through
+/// `common::rules::rule_pending`, which checks their timing too.
+#[test]
+fn article_23_5_the_side_that_must_vary_has_two_rounds_to() {
+    let (fen, cycle) = ROOK_FOLLOWS;
+    let ruleset = Ruleset::Chinese2011;
+    // Red completed the third occurrence: its moves at plies 10 and 12 are its two rounds.
+    for plies in 8..12 {
+        let game = varied(ruleset, fen, &cycle, plies, &[]);
+        assert_eq!(game.outcome(), Outcome::Ongoing, "ply {plies}");
+        let pending = game.pending_ruling().unwrap_or_else(|| panic!("pending at ply {plies}"));
+        assert_eq!(pending.winner(), Some(Color::Black));
+    }
+    assert_win(&varied(ruleset, fen, &cycle, 12, &[]), Color::Black, Reason::PerpetualChase, "25.3");
+
+    // Must not apply: a move out of the cycle, by Black (a5c4 for a5c6, ply 9) or by Red in its
+    // first or second round (plies 10 and 12), and the game goes on with nothing pending.
+    for (what, ply, mv) in [("black", 8, "a5c4"), ("red's first round", 9, "i5i4"), ("red's second round", 11, "i6i7")]
+    {
+        let game = varied(ruleset, fen, &cycle, ply + 1, &[(ply, mv)]);
+        assert_eq!((game.outcome(), game.pending_ruling()), (Outcome::Ongoing, None), "{what}");
+    }
+
+    // Red varies at ply 10 and comes back at ply 12: the start position, its fourth occurrence,
+    // is pending afresh, ruled with Red's second move after it (ply 16), not at ply 12 or 14.
+    let back = [(9, "i5i4"), (11, "i4i5")];
+    for plies in 12..16 {
+        let game = varied(ruleset, fen, &cycle, plies, &back);
+        assert_eq!(game.outcome(), Outcome::Ongoing, "ply {plies}");
+        assert!(game.pending_ruling().is_some(), "ply {plies}");
+    }
+    assert!(varied(ruleset, fen, &cycle, 16, &back).outcome().is_over());
+}
+
+/// 23.5's exceptions and the other books: a perpetual check loses at once (23.5.1); a draw waits
+/// two rounds of both sides (23.5.2.1); the loser that did not complete the third occurrence
+/// moves first and is ruled one ply sooner; the WXF and simple rules rule at once.
+#[test]
+fn article_23_5_rules_a_perpetual_check_at_once_and_a_draw_after_two_rounds_of_both() {
+    // Red's rook checks from h9/h8 while the king steps d9/d8: lost at ply 9, the third occurrence.
+    let checks = ["d9d8", "h9h8", "d8d9", "h8h9"];
+    let fen = "3k3R1/9/9/9/9/9/9/9/9/4K4 b - - 0 1";
+    assert_eq!(varied(Ruleset::Chinese2011, fen, &checks, 7, &[]).outcome(), Outcome::Ongoing);
+    assert_win(&varied(Ruleset::Chinese2011, fen, &checks, 8, &[]), Color::Black, Reason::PerpetualCheck, "25.1");
+
+    // Both sides idle from the start: pending from ply 8, a draw at ply 12.
+    let idle = ["b0c2", "b9c7", "c2b0", "c7b9"];
+    let game = varied(Ruleset::Chinese2011, xiangqi::START_FEN, &idle, 11, &[]);
+    assert!(matches!(game.pending_ruling(), Some(Outcome::Draw { .. })));
+    assert_draw(&varied(Ruleset::Chinese2011, xiangqi::START_FEN, &idle, 12, &[]), Reason::AllowedRepetition, "25.2");
+
+    // The rook follows the horse from Red's move on: Black completes the third occurrence (ply
+    // 8), Red, the loser, moves first after it and is ruled with its second move, at ply 11.
+    let (fen, cycle) = ROOK_FOLLOWS;
+    let mut from_red = Position::from_fen(fen).unwrap();
+    from_red.play(parse_move(&from_red, cycle[0])).unwrap();
+    let rotated = [cycle[1], cycle[2], cycle[3], cycle[0]];
+    let red_first = from_red.to_string();
+    assert_eq!(varied(Ruleset::Chinese2011, &red_first, &rotated, 10, &[]).outcome(), Outcome::Ongoing);
+    assert_win(
+        &varied(Ruleset::Chinese2011, &red_first, &rotated, 11, &[]),
+        Color::Black,
+        Reason::PerpetualChase,
+        "25.3",
+    );
+
+    // WXF and the simple rules rule at the third occurrence.
+    assert!(varied(Ruleset::Wxf, fen, &cycle, 8, &[]).outcome().is_over());
+    assert_draw(&varied(Ruleset::Simple, fen, &cycle, 8, &[]), Reason::AllowedRepetition, "25.2");
+}
+
+// ---------------------------------------------------------------------------------------------
 // 23.4: nine rounds of forbidden moves over three or more points.
 // ---------------------------------------------------------------------------------------------
 
@@ -381,13 +476,17 @@ fn article_23_4_applies_without_any_repeated_position_but_not_over_two_points() 
 
 /// Without the black horse on h5 the rook's move to a5 attacks nothing: one idle move in the
 /// nine rounds, so 23.4 does not apply and the game goes on to the third occurrence at ply 24,
-/// a draw (two chases and an idle move are allowed, 25.2).
+/// a draw (two chases and an idle move are allowed, 25.2) given two rounds later (23.5), at ply
+/// 28.
 #[test]
 fn article_23_4_does_not_apply_when_one_move_of_the_nine_rounds_is_idle() {
     let fen = "4k4/9/9/9/9/9/7c1/9/R6n1/3K5 w - - 0 1";
     let moves = with_tour(&["e9e8", "e8e9"].repeat(3));
     assert_eq!(play_out(Ruleset::Chinese2011, fen, &moves, 23).outcome(), Outcome::Ongoing);
-    let game = play_out(Ruleset::Chinese2011, fen, &moves, 24);
+    let game = play_out(Ruleset::Chinese2011, fen, &moves, 27);
+    assert!(matches!(game.pending_ruling(), Some(Outcome::Draw { .. })), "{:?}", game.outcome());
+    let game = play_out(Ruleset::Chinese2011, fen, &moves, 28);
+    assert_eq!(game.len(), 28);
     assert_draw(&game, Reason::AllowedRepetition, "25.2");
 }
 

@@ -34,11 +34,13 @@ pub enum Ruleset {
     /// The Chinese Xiangqi Association's 2011 competition rules (the default).
     #[default]
     Chinese2011,
-    /// The earlier (1999) edition of the Chinese rules, in traditional characters
-    /// (`shared/seeds/rules-1999-traditional.txt`). It differs from 2011 where both sides make
-    /// forbidden moves: a draw whatever the moves (its 26.3), where 2011's 26.9 makes the side
-    /// that chases a rook or an unprotected piece, or threatens mate, vary. It has no nine-round
-    /// rule (2011's 23.4), and a pawn's chases count once both sides attack perpetually (27.2).
+    /// The earlier (1999) edition of the Chinese rules (中國象棋競賽規則, in traditional
+    /// characters; the book many older game records were played under). It differs from 2011
+    /// where both sides make forbidden moves: a draw whatever the moves (its 26.3), where 2011's
+    /// 26.9 makes the side that chases a rook or an unprotected piece, or threatens mate, vary.
+    /// It has no nine-round rule (2011's 23.4), a pawn's chases count once both sides attack
+    /// perpetually (27.2), a draw is ruled at once (24.2), and the side that must vary loses
+    /// after one more cycle (24.3) rather than two rounds (2011's 23.5).
     Chinese1999,
     /// The Asian / World Xiangqi Federation rules as Fairy-Stockfish implements them.
     Wxf,
@@ -495,8 +497,16 @@ impl Game {
         if natural_first && self.natural_limit_reached() {
             return self.natural_limit_draw();
         }
-        if let Some(outcome) = self.judge_repetition().or_else(|| self.judge_nine_rounds()) {
-            return self.repetition_end(outcome);
+        // While a side has its rounds to vary in (23.5), the nine-round rule waits too: it rules as
+        // a repetition would.
+        match self.judge_repetition() {
+            Some(Ruling::Given(outcome)) => return self.repetition_end(outcome),
+            Some(Ruling::Pending(_)) => {}
+            None => {
+                if let Some(outcome) = self.judge_nine_rounds() {
+                    return self.repetition_end(outcome);
+                }
+            }
         }
         if !natural_first && self.natural_limit_reached() {
             return self.natural_limit_draw();
@@ -594,9 +604,103 @@ impl Game {
     }
 
     /// At the third occurrence of the current position (same side to move) since the last
-    /// capture, rules on the cycle of moves between its first occurrence and now.
-    fn judge_repetition(&self) -> Option<Outcome> {
-        self.judge_cycles(3)
+    /// capture, rules on the cycle of moves between its first occurrence and now. The ruling is
+    /// given at once for a perpetual check and under the WXF and simple rules; under the Chinese
+    /// rules the side that must vary has rounds to do so first (see [`Game::moves_to_vary`]), and
+    /// the ruling is pending while they last and every ply keeps the repetition going.
+    fn judge_repetition(&self) -> Option<Ruling> {
+        let first = self.cycle_start(3)?;
+        let ruling = self.rule_since(first);
+        let due = self.moves_to_vary(ruling, self.plies.len() - first);
+        let played = self.plies.len() - self.pending_since();
+        let last_mover = !self.pos.turn();
+        let given = match ruling {
+            // A draw waits for both sides' rounds.
+            Outcome::Draw { .. } | Outcome::Ongoing => played >= 2 * due,
+            Outcome::Win { winner, .. } => {
+                let loser_moves = (played + usize::from(!winner == last_mover)) / 2;
+                loser_moves >= due
+            }
+        };
+        Some(if given { Ruling::Given(ruling) } else { Ruling::Pending(ruling) })
+    }
+
+    /// How many moves the side a repetition ruling names (for a draw: each side) has, from the
+    /// pending position on (待判局面, the third occurrence), to vary before the ruling is given.
+    /// 2011: a perpetual check loses at once (23.5.1), every other ruling waits two rounds
+    /// (23.5.2). 1999: a perpetual check loses and a draw is ruled at once (24.1, 24.2); the
+    /// forbidden side that must vary loses if it repeats one more cycle (24.3), `two_cycles`
+    /// being the plies of the two cycles the ruling weighed.
+    fn moves_to_vary(&self, ruling: Outcome, two_cycles: usize) -> usize {
+        let Some(verdict) = ruling.verdict() else { return 0 };
+        if verdict.reason == Reason::PerpetualCheck {
+            return 0;
+        }
+        match (self.config.ruleset, ruling) {
+            (Ruleset::Chinese2011, _) => 2,
+            (Ruleset::Chinese1999, Outcome::Win { .. }) => two_cycles / 4,
+            _ => 0,
+        }
+    }
+
+    /// Where the repetition going on now began to be ruled on: the ply count of the earliest
+    /// position from which on every position occurred at least three times since the last
+    /// capture (the pending position of 23.5; the current one when the repetition has just
+    /// reached it). A side that varies makes a position that has not, and a later repetition
+    /// counts its rounds afresh.
+    fn pending_since(&self) -> usize {
+        let first_counted = self.first_counted();
+        let mut since = self.plies.len();
+        while since > first_counted && self.occurrences_up_to(since - 1) >= 3 {
+            since -= 1;
+        }
+        since
+    }
+
+    /// How often the position after `ply_index` plies occurred up to then, counted from
+    /// [`Game::first_counted`].
+    fn occurrences_up_to(&self, ply_index: usize) -> usize {
+        let hash = self.hash_at(ply_index);
+        let first_counted = self.first_counted();
+        (first_counted..=ply_index).rev().step_by(2).filter(|&i| self.hash_at(i) == hash).count()
+    }
+
+    /// The first position a repetition may count: the position right after a capture is not an
+    /// occurrence, since a cycle's first move counts unless it is a capture (23.2). Fairy-
+    /// Stockfish, which the WXF rules follow, counts it.
+    fn first_counted(&self) -> usize {
+        let after_capture_counts = self.config.ruleset == Ruleset::Wxf;
+        if self.anchor_ply == 0 || after_capture_counts { self.anchor_ply } else { self.anchor_ply + 1 }
+    }
+
+    /// The repetition ruling that a game in its rounds to vary (23.5) will be given if neither
+    /// side varies; `None` when no repetition is pending.
+    ///
+    /// ```
+    /// use xiangqi::game::{Game, Outcome};
+    /// let mut game = Game::new(Default::default());
+    /// let cycle = ["h2e2", "h9g7", "e2h2", "g7h9"];
+    /// for mv in cycle.iter().chain(&cycle) {
+    ///     game.push_str(mv)?;
+    /// }
+    /// // The start position's third occurrence: both sides may still vary for two rounds.
+    /// assert!(matches!(game.pending_ruling(), Some(Outcome::Draw { .. })));
+    /// assert!(!game.outcome().is_over());
+    /// for mv in cycle {
+    ///     game.push_str(mv)?;
+    /// }
+    /// assert!(matches!(game.outcome(), Outcome::Draw { .. }));
+    /// assert_eq!(game.pending_ruling(), None);
+    /// # Ok::<(), xiangqi::game::GameError>(())
+    /// ```
+    pub fn pending_ruling(&self) -> Option<Outcome> {
+        if self.outcome.is_over() {
+            return None;
+        }
+        match self.judge_repetition()? {
+            Ruling::Pending(ruling) => Some(ruling),
+            Ruling::Given(_) => None,
+        }
     }
 
     /// If the current position occurred before since the last capture (same side to move), the
@@ -624,14 +728,16 @@ impl Game {
     /// Rules on the moves since the `occurrences`-th last occurrence of the current position, if
     /// it occurred that often since the last capture.
     fn judge_cycles(&self, occurrences: usize) -> Option<Outcome> {
+        self.cycle_start(occurrences).map(|first| self.rule_since(first))
+    }
+
+    /// The ply count of the `occurrences`-th last occurrence of the current position, if it
+    /// occurred that often since the last capture: the positions from there on and the moves
+    /// between them form the repeated cycles.
+    fn cycle_start(&self, occurrences: usize) -> Option<usize> {
         let n = self.plies.len();
         let current = self.pos.hash();
-        // Position index i is the position after i plies. The position right after a capture is
-        // not an occurrence: a cycle's first move counts unless it is a capture (23.2). Fairy-
-        // Stockfish, which the WXF rules follow, counts it.
-        let after_capture_counts = self.config.ruleset == Ruleset::Wxf;
-        let first_counted =
-            if self.anchor_ply == 0 || after_capture_counts { self.anchor_ply } else { self.anchor_ply + 1 };
+        let first_counted = self.first_counted();
         let mut found = 1;
         let mut first = n;
         let mut i = n;
@@ -645,11 +751,7 @@ impl Game {
                 }
             }
         }
-        if found < occurrences {
-            return None;
-        }
-        // The positions from `first` on and the moves between them form the repeated cycles.
-        Some(self.rule_since(first))
+        (found >= occurrences).then_some(first)
     }
 
     /// Rules on the moves from the position after `first` plies to now (see [`Span`]).
@@ -721,6 +823,12 @@ impl Game {
     fn hash_at(&self, ply_index: usize) -> u64 {
         if ply_index == 0 { self.start.hash() } else { self.plies[ply_index - 1].hash }
     }
+}
+
+/// A repetition's ruling: given, or pending while the side it names may still vary (23.5).
+enum Ruling {
+    Given(Outcome),
+    Pending(Outcome),
 }
 
 /// Moves a ruling weighs, the positions they were played in, and the move before them (the WXF

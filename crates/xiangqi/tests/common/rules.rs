@@ -88,7 +88,38 @@ pub fn cycle_under(ruleset: Ruleset, fen: &str, moves: &[&str], natures: &[&str]
         assert_eq!(game.outcome(), Outcome::Ongoing, "ruled early, before ply {i}");
         game.push(mv).unwrap();
     }
+    rule_pending(&mut game, &cycle);
     game
+}
+
+/// At a repetition's third occurrence (the pending position, 待判局面) of a game that started
+/// with `cycle`, plays the cycle on until the ruling and checks that it comes when the ruleset
+/// says, the pending ruling unchanged until then:
+/// - 2011 (23.5): a perpetual check at once; otherwise the side that must vary has two rounds to
+///   (the ruling comes with its second move), and a draw comes after two rounds of both sides.
+/// - 1999: a perpetual check and a draw at once (24.1, 24.2); the side that must vary loses once
+///   it has repeated one more cycle (24.3).
+/// - WXF and the simple rules: at once.
+pub fn rule_pending(game: &mut Game, cycle: &[Move]) {
+    let Some(pending) = game.pending_ruling() else { return };
+    let last_mover = !game.position().turn();
+    let loser_moves_after = |moves: usize| match pending.winner() {
+        // The loser's moves come first when it did not complete the third occurrence.
+        Some(winner) if !winner == last_mover => 2 * moves,
+        Some(_) => 2 * moves - 1,
+        None => 2 * moves,
+    };
+    let plies = match (game.config().ruleset, pending) {
+        (Ruleset::Chinese2011, _) => loser_moves_after(2),
+        (Ruleset::Chinese1999, Outcome::Win { .. }) => loser_moves_after(cycle.len() / 2),
+        (ruleset, _) => panic!("no ruling is pending under {ruleset}: {pending:?}"),
+    };
+    for k in 0..plies {
+        assert_eq!(game.outcome(), Outcome::Ongoing, "ruled {k} plies after the pending position, not {plies}");
+        assert_eq!(game.pending_ruling(), Some(pending), "the pending ruling holds");
+        game.push(cycle[game.len() % cycle.len()]).unwrap();
+    }
+    assert_eq!(game.outcome(), pending, "ruled {plies} plies after the pending position");
 }
 
 /// Plays `moves` over and over from `fen` under `ruleset` until the game ends or `max_plies` were
