@@ -37,7 +37,7 @@ use thiserror::Error;
 use xiangqi::game::Game;
 use xiangqi::{Move, START_FEN};
 use xqz_uci::protocol::{Command, Go, Info, OptionKind, Response, ResponseError, Start};
-pub use xqz_uci::protocol::{ParseMoveError, Ranks, Score, format_move, parse_move};
+pub use xqz_uci::protocol::{FenLetters, ParseMoveError, Ranks, Score, format_move, parse_move};
 
 /// The per-reply timeout of [`EngineConfig::new`] and [`EngineConfig::fairy_stockfish`].
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -57,6 +57,8 @@ pub struct EngineConfig {
     pub options: Vec<(String, String)>,
     /// How the engine numbers ranks in its moves.
     pub ranks: Ranks,
+    /// How the engine's FEN writes horses and elephants.
+    pub fen_letters: FenLetters,
     /// If set, sent as `setoption name UCI_Variant value ...` after the options; the engine must
     /// list it among its `UCI_Variant` choices.
     pub variant: Option<String>,
@@ -68,7 +70,7 @@ pub struct EngineConfig {
 /// An engine spec that [`EngineConfig::parse`] does not accept.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
 #[error(
-    "bad engine spec {spec:?}: {reason} (expected KIND:PROGRAM [ARGS...][;OPTION=VALUE...], KIND fairy-stockfish or uci)"
+    "bad engine spec {spec:?}: {reason} (expected KIND:PROGRAM [ARGS...][;OPTION=VALUE...], KIND fairy-stockfish, sjaakii or uci)"
 )]
 pub struct ParseSpecError {
     /// The spec.
@@ -81,7 +83,14 @@ impl EngineConfig {
     /// A plain UCI engine in the 0-9 dialect (Pikafish, `xqz uci`): no variant, no options,
     /// [`DEFAULT_TIMEOUT`].
     pub fn new(command: Vec<String>) -> EngineConfig {
-        EngineConfig { command, options: Vec::new(), ranks: Ranks::FromZero, variant: None, timeout: DEFAULT_TIMEOUT }
+        EngineConfig {
+            command,
+            options: Vec::new(),
+            ranks: Ranks::FromZero,
+            fen_letters: FenLetters::KnightBishop,
+            variant: None,
+            timeout: DEFAULT_TIMEOUT,
+        }
     }
 
     /// Fairy-Stockfish at `path`, playing the `xiangqi` variant in its 1-10 dialect.
@@ -93,10 +102,25 @@ impl EngineConfig {
         }
     }
 
+    /// Sjaak II (Debian's `sjaakii`) at `path`, playing its `xiangqi` variant: ranks 1-10 as
+    /// Fairy-Stockfish, horses and elephants written `h` and `e` in its FEN.
+    pub fn sjaakii(path: impl Into<String>) -> EngineConfig {
+        EngineConfig { fen_letters: FenLetters::HorseElephant, ..EngineConfig::fairy_stockfish(path) }
+    }
+
+    /// The `KIND`s of [`EngineConfig::parse`].
+    pub const KINDS: [&'static str; 4] = ["fairy-stockfish", "fsf", "sjaakii", "uci"];
+
+    /// Whether `spec` starts with one of the [`KINDS`](Self::KINDS) (`uci:...`): an engine
+    /// spec, for a caller that takes players of other kinds too.
+    pub fn names_an_engine(spec: &str) -> bool {
+        spec.split_once(':').is_some_and(|(kind, _)| EngineConfig::KINDS.contains(&kind.trim()))
+    }
+
     /// Reads a user-facing spec `KIND:PROGRAM [ARGS...][;OPTION=VALUE...]`.
     ///
-    /// `KIND` is `fairy-stockfish` (or `fsf`: [`EngineConfig::fairy_stockfish`]) or `uci`
-    /// ([`EngineConfig::new`]: Pikafish, `xqz uci`). The command is split at whitespace; each
+    /// `KIND` is `fairy-stockfish` (or `fsf`: [`EngineConfig::fairy_stockfish`]), `sjaakii`
+    /// ([`EngineConfig::sjaakii`]) or `uci` ([`EngineConfig::new`]: Pikafish, `xqz uci`). The command is split at whitespace; each
     /// `;`-separated `OPTION=VALUE` after it becomes a `setoption` (names may contain spaces,
     /// both sides are trimmed).
     ///
@@ -120,6 +144,7 @@ impl EngineConfig {
         }
         let mut config = match kind.trim() {
             "fairy-stockfish" | "fsf" => EngineConfig { command, ..EngineConfig::fairy_stockfish(String::new()) },
+            "sjaakii" => EngineConfig { command, ..EngineConfig::sjaakii(String::new()) },
             "uci" => EngineConfig::new(command),
             _ => return Err(err("unknown KIND")),
         };
@@ -385,8 +410,8 @@ impl UciEngine {
     /// `bestmove`, checked to be legal in `game`.
     fn search(&mut self, game: &Game, limit: &Limit, mut on_info: impl FnMut(&Info)) -> Result<Move, EngineError> {
         assert!(!limit.is_empty(), "a search limit needs nodes, depth or movetime");
-        // A game from the standard start is sent as `startpos`, as GUIs send it: an engine whose
-        // FEN letters differ from ours (horses and elephants) still understands it.
+        // A game from the standard start is sent as `startpos`, as GUIs send it, so that an
+        // engine whose FEN letters we do not know still understands it.
         let start = if game.start().to_string() == START_FEN {
             Start::StartPos
         } else {
@@ -470,7 +495,7 @@ impl UciEngine {
 
     /// Writes one command line.
     fn send(&mut self, command: &Command) -> Result<(), EngineError> {
-        let command = command.format(self.config.ranks);
+        let command = command.format_with(self.config.ranks, self.config.fen_letters);
         let during = || format!("sending {command:?}");
         let Some(stdin) = self.stdin.as_mut() else {
             return Err(EngineError::Protocol("the engine's input is closed".to_string()));

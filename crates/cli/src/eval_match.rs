@@ -27,8 +27,8 @@ pub struct MatchArgs {
     /// First player (scores are its): a checkpoint `PATH.json` or `shipped` (the model built
     /// in; either optionally `@PLAYOUTS`), `material` or `uniform` (built-in evaluators), `rung:NAME` (a rung of the ladder, e.g.
     /// `rung:R3`: Fairy-Stockfish at Skill Level 3 and depth 4, with its own limit),
-    /// `fairy-stockfish:PATH[;Option=value...]` or `uci:COMMAND ARGS[;Option=value...]` (an
-    /// engine with ranks 0-9, such as `xqz uci`).
+    /// `fairy-stockfish:PATH[;Option=value...]`, `sjaakii:PATH[;Option=value...]` or
+    /// `uci:COMMAND ARGS[;Option=value...]` (an engine with ranks 0-9, such as `xqz uci`).
     #[arg(long)]
     pub a: String,
     /// Second player, as for `--a`.
@@ -189,7 +189,7 @@ impl Prepared {
             let config = rung.engine(program.to_string_lossy());
             return Ok(Prepared::Engine { config, limit: rung.limit(), label: Some(rung.name.to_string()) });
         }
-        if body.starts_with("fairy-stockfish:") || body.starts_with("fsf:") || body.starts_with("uci:") {
+        if EngineConfig::names_an_engine(body) {
             let config = EngineConfig::parse(body)?;
             let limit = Limit {
                 nodes: args.play.engine_nodes,
@@ -202,7 +202,7 @@ impl Prepared {
         let path = Path::new(body.strip_prefix("ckpt:").unwrap_or(body));
         if !path.exists() && body != crate::model::SHIPPED {
             bail!(
-                "{spec:?} is neither a checkpoint file, shipped, material, uniform, rung:NAME, fairy-stockfish:PATH nor uci:COMMAND"
+                "{spec:?} is neither a checkpoint file, shipped, material, uniform, rung:NAME, fairy-stockfish:PATH, sjaakii:PATH nor uci:COMMAND"
             );
         }
         let (service, meta) = crate::model::serve(path, args.play.device.resolve()?, ServiceConfig::default())?;

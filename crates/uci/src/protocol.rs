@@ -39,6 +39,52 @@ pub enum Ranks {
     FromOne,
 }
 
+/// The letters an engine's FEN gives horses and elephants: most xiangqi engines write `n` and
+/// `b` as chess does (ours, Fairy-Stockfish, Pikafish); Sjaak II writes `h` and `e` and refuses
+/// the others.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum FenLetters {
+    /// `n` and `b` (`rnbakabnr/...`).
+    #[default]
+    KnightBishop,
+    /// `h` and `e` (`rheakaehr/...`).
+    HorseElephant,
+}
+
+impl FenLetters {
+    /// `position` as a FEN in these letters.
+    ///
+    /// ```
+    /// use xqz_uci::protocol::FenLetters;
+    /// let start = xiangqi::Position::startpos();
+    /// assert_eq!(
+    ///     FenLetters::HorseElephant.fen(&start),
+    ///     "rheakaehr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RHEAKAEHR w - - 0 1"
+    /// );
+    /// ```
+    pub fn fen(self, position: &Position) -> String {
+        let fen = position.to_string();
+        match self {
+            FenLetters::KnightBishop => fen,
+            FenLetters::HorseElephant => {
+                // Only the board field: the side to move is written `b` too.
+                let (board, rest) = fen.split_once(' ').unwrap_or((&fen, ""));
+                let board: String = board
+                    .chars()
+                    .map(|c| match c {
+                        'n' => 'h',
+                        'N' => 'H',
+                        'b' => 'e',
+                        'B' => 'E',
+                        other => other,
+                    })
+                    .collect();
+                format!("{board} {rest}")
+            }
+        }
+    }
+}
+
 impl fmt::Display for Ranks {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -330,8 +376,13 @@ impl Command {
         })
     }
 
-    /// Writes the command line (without its line end; moves in `ranks`).
+    /// Writes the command line (without its line end; moves in `ranks`, a FEN in our letters).
     pub fn format(&self, ranks: Ranks) -> String {
+        self.format_with(ranks, FenLetters::default())
+    }
+
+    /// [`Command::format`] for an engine whose FEN writes horses and elephants in `letters`.
+    pub fn format_with(&self, ranks: Ranks, letters: FenLetters) -> String {
         match self {
             Command::Uci => "uci".to_string(),
             Command::IsReady => "isready".to_string(),
@@ -344,7 +395,7 @@ impl Command {
             Command::Position { start, moves } => {
                 let mut line = match start {
                     Start::StartPos => "position startpos".to_string(),
-                    Start::Fen(position) => format!("position fen {position}"),
+                    Start::Fen(position) => format!("position fen {}", letters.fen(position)),
                 };
                 if !moves.is_empty() {
                     line.push_str(" moves");
