@@ -1,5 +1,7 @@
 //! Searching one tree to a number of playouts, in evaluator batches of up to
-//! `leaves_per_batch` leaves.
+//! `leaves_per_batch` leaves, as many of them in flight as the evaluator asks for.
+
+use std::collections::VecDeque;
 
 use crate::evaluator::{EvalError, Evaluation, Evaluator, Pending};
 use crate::tree::{PendingLeaf, SearchConfig, Selection, Tree, temper};
@@ -19,16 +21,6 @@ pub(crate) fn collect_leaves(tree: &mut Tree, config: &SearchConfig, target: u32
             Selection::Collision => break,
         }
     }
-}
-
-/// Evaluates leaves, checks that the answers fit them and tempers their priors by the config's
-/// policy temperature.
-pub(crate) fn evaluate_leaves<E: Evaluator + ?Sized>(
-    evaluator: &mut E,
-    leaves: &[PendingLeaf],
-    config: &SearchConfig,
-) -> Result<Vec<Evaluation>, EvalError> {
-    checked_answers(submit_leaves(evaluator, leaves).wait()?, leaves, config)
 }
 
 /// Hands leaves to the evaluator without waiting for the answers.
@@ -103,17 +95,33 @@ pub fn search_until<E: Evaluator + ?Sized>(
     config: &SearchConfig,
     mut stop: impl FnMut(&Tree) -> bool,
 ) -> Result<(), EvalError> {
-    let mut leaves = Vec::new();
-    while !tree.root_expanded() || (tree.playouts() < playouts && !stop(tree)) {
-        leaves.clear();
-        collect_leaves(tree, config, playouts, &mut leaves);
-        if leaves.is_empty() {
-            continue;
+    // Batches handed to the evaluator and not yet back, oldest first: while the evaluator works
+    // on them the tree is walked for the next (their leaves hold virtual losses meanwhile), so
+    // an evaluator that works off the caller's thread is never left waiting for the tree.
+    let in_flight = evaluator.batches_in_flight().max(1);
+    let mut batches: VecDeque<(Vec<PendingLeaf>, Pending)> = VecDeque::with_capacity(in_flight);
+    loop {
+        let wanted = !tree.root_expanded() || (tree.playouts() < playouts && !stop(tree));
+        // Until the root is expanded nothing else can be selected.
+        while wanted && batches.len() < in_flight && (tree.root_expanded() || batches.is_empty()) {
+            let mut leaves = Vec::new();
+            collect_leaves(tree, config, playouts, &mut leaves);
+            if leaves.is_empty() {
+                break;
+            }
+            let pending = submit_leaves(evaluator, &leaves);
+            batches.push_back((leaves, pending));
         }
-        let evaluations = evaluate_leaves(evaluator, &leaves, config)?;
-        for (leaf, evaluation) in leaves.drain(..).zip(&evaluations) {
+        let Some((leaves, pending)) = batches.pop_front() else {
+            if wanted {
+                // Only terminal selections this time round (they were backed up): go on.
+                continue;
+            }
+            return Ok(());
+        };
+        let evaluations = checked_answers(pending.wait()?, &leaves, config)?;
+        for (leaf, evaluation) in leaves.into_iter().zip(&evaluations) {
             tree.expand(leaf, evaluation);
         }
     }
-    Ok(())
 }

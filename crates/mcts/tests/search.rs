@@ -591,6 +591,32 @@ fn games_played_with_batches_in_flight_are_the_games_played_one_batch_at_a_time(
     }
 }
 
+#[test]
+fn one_search_keeps_the_batches_its_evaluator_asks_for_in_flight() {
+    // The black rook on i0 checks the red king; Red's cannon takes it over the king.
+    let game = game("3k5/9/9/9/9/9/9/9/9/C3K3r w", "");
+    let deferred = Deferred { in_flight: Arc::default(), most_in_flight: Arc::default() };
+    for playouts in [1, 7, 64, 200] {
+        let mut overlapped = Tree::new(game.clone());
+        search(&mut overlapped, &mut deferred.clone(), playouts, &SearchConfig::default()).unwrap();
+        let mut serial = Tree::new(game.clone());
+        search(&mut serial, &mut MaterialEvaluator, playouts, &SearchConfig::default()).unwrap();
+        assert_eq!(overlapped.root().playouts(), playouts.max(1), "{playouts} playouts, no more");
+        assert_eq!(deferred.in_flight.load(Ordering::SeqCst), 0, "every batch was waited for");
+        if playouts >= 64 {
+            assert_eq!(overlapped.root().best_move(), serial.root().best_move());
+            assert_eq!(overlapped.root().best_move(), Some(mv("a0i0")));
+        }
+    }
+    assert_eq!(deferred.most_in_flight.load(Ordering::SeqCst), 3);
+    // A stop condition ends it early with the batches in flight drained into the tree.
+    let mut stopped = Tree::new(game.clone());
+    search_until(&mut stopped, &mut deferred.clone(), 10_000, &SearchConfig::default(), |t| t.playouts() >= 20)
+        .unwrap();
+    assert!((20..40).contains(&stopped.root().playouts()), "{}", stopped.root().playouts());
+    assert_eq!(deferred.in_flight.load(Ordering::SeqCst), 0);
+}
+
 fn assert_games_replay_from_their_seeds(config: &SelfPlayConfig) {
     let games = Mutex::new(Vec::new());
     let stats =
