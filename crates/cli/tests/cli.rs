@@ -131,6 +131,20 @@ fn adjudicate_cites_the_article_that_decides_each_game() {
         draw("allowed_repetition", "25.2", CN)
     );
 
+    // 26.10: a horse's offer that cannot be taken without being mated is a chase, so Red, whose
+    // other move chases an unprotected cannon, chases perpetually; without the mate (no pawn on
+    // e7) the offer is an exchange and the cycle a draw.
+    let horse = ["c6b8", "e9f9", "b8c6", "f9e9"];
+    let lost = win("black", "perpetual_chase", "25.3", CN);
+    assert_eq!(adjudicated("3nk4/2P6/4P4/2N6/4c4/9/9/9/9/R2K5 w - - 0 1", &horse, 11, CN), lost);
+    let drawn = draw("allowed_repetition", "25.2", CN);
+    assert_eq!(adjudicated("3nk4/2P6/9/2N6/4c4/9/9/9/9/R2K5 w - - 0 1", &horse, 12, CN), drawn);
+    // 26.11: rook and horse against an unprotected horse chase it; against one that both elephants
+    // guard they offer an exchange.
+    let rook = ["a1a5", "e9e8", "a5a1", "e8e9"];
+    assert_eq!(adjudicated("4k4/9/9/9/2n6/4N4/9/9/R5c2/3K5 w - - 0 1", &rook, 11, CN), lost);
+    assert_eq!(adjudicated("4k4/9/b3b4/9/2n6/4N4/9/9/R5c2/3K5 w - - 0 1", &rook, 12, CN), drawn);
+
     // Both sides forbidden: a perpetual rook chase against chases of protected pieces must vary
     // under 2011 (26.9), and is a draw at once under the 1999 book (its 26.3).
     let mutual = ["g1h1", "b6d6", "h1g1", "d6b6"];

@@ -640,6 +640,10 @@ struct BookCase {
 /// - `both-forbidden`: a rook chase of two different rooks against chases of protected pieces:
 ///   2011's 26.9 makes the rook chaser vary, 1999's 26.3 calls it a draw, and WXF, seeing no
 ///   piece chased throughout, a draw.
+/// - `exchange-offer`, `rook-horse-contact`: an offer that is a chase (26.10, 26.11) beside a
+///   chase of an unprotected cannon: a perpetual chase under both Chinese books (the 1999 one
+///   classifies moves as 2011 does); WXF sees two different pieces attacked, no one piece
+///   chased throughout: a draw.
 const BOOK_CASES: &[BookCase] = &[
     BookCase {
         id: "nine-rounds",
@@ -693,6 +697,28 @@ const BOOK_CASES: &[BookCase] = &[
         endings: &[
             (Ruleset::Chinese2011, 11, r#""win","winner":"black""#),
             (Ruleset::Chinese1999, 8, r#""draw","winner":null"#),
+            (Ruleset::Wxf, 8, r#""draw","winner":null"#),
+        ],
+    },
+    BookCase {
+        id: "exchange-offer",
+        fen: "3nk4/2P6/4P4/2N6/4c4/9/9/9/9/R2K5 w - - 0 1",
+        cycle: &["c6b8", "e9f9", "b8c6", "f9e9"],
+        plies: 16,
+        endings: &[
+            (Ruleset::Chinese2011, 11, r#""win","winner":"black""#),
+            (Ruleset::Chinese1999, 11, r#""win","winner":"black""#),
+            (Ruleset::Wxf, 8, r#""draw","winner":null"#),
+        ],
+    },
+    BookCase {
+        id: "rook-horse-contact",
+        fen: "4k4/9/9/9/2n6/4N4/9/9/R5c2/3K5 w - - 0 1",
+        cycle: &["a1a5", "e9e8", "a5a1", "e8e9"],
+        plies: 16,
+        endings: &[
+            (Ruleset::Chinese2011, 11, r#""win","winner":"black""#),
+            (Ruleset::Chinese1999, 11, r#""win","winner":"black""#),
             (Ruleset::Wxf, 8, r#""draw","winner":null"#),
         ],
     },

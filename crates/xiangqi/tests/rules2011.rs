@@ -795,6 +795,41 @@ fn articles_26_10_and_26_11_exchange_offers_chase_only_when_they_cannot_be_taken
     }
 }
 
+/// 26.10 and 26.11 in rulings, where the nature of the offer decides the game. Red's second move
+/// in each cycle chases an unprotected piece (a cannon the horse or the rook newly attacks);
+/// Black's king steps aside and back, idle. If the offer is a chase too, Red chases with every
+/// move and loses (25.3); if it is an exchange, idle, Red's moves are allowed and the game is
+/// drawn (25.2).
+#[test]
+fn articles_26_10_and_26_11_decide_rulings() {
+    // 26.10: the horse c6-b8 offers itself to the black horse d9, which keeps the rook a0 from
+    // mating on a9 (the pawn e7 takes e8 from the king): a chase. Without the pawn, an exchange.
+    let horse = ["c6b8", "e9f9", "b8c6", "f9e9"];
+    let offer = cycle(
+        "3nk4/2P6/4P4/2N6/4c4/9/9/9/9/R2K5 w - - 0 1",
+        &horse,
+        &["chase d9 protected", "idle", "chase e5 unprotected", "idle"],
+    );
+    assert_win(&offer, Color::Black, Reason::PerpetualChase, "25.3");
+    let exchange =
+        cycle("3nk4/2P6/9/2N6/4c4/9/9/9/9/R2K5 w - - 0 1", &horse, &["idle", "idle", "chase e5 unprotected", "idle"]);
+    assert_draw(&exchange, Reason::AllowedRepetition, "25.2");
+
+    // 26.11: the rook a1-a5 contacts, with the horse e4, the black horse c5: unprotected, a chase;
+    // guarded by both elephants, whose guard survives the exchange, an exchange. Back on a1 the
+    // rook attacks the unprotected cannon g1.
+    let rook = ["a1a5", "e9e8", "a5a1", "e8e9"];
+    let contact = cycle(
+        "4k4/9/9/9/2n6/4N4/9/9/R5c2/3K5 w - - 0 1",
+        &rook,
+        &["chase c5 unprotected", "idle", "chase g1 unprotected", "idle"],
+    );
+    assert_win(&contact, Color::Black, Reason::PerpetualChase, "25.3");
+    let guarded =
+        cycle("4k4/9/b3b4/9/2n6/4N4/9/9/R5c2/3K5 w - - 0 1", &rook, &["idle", "idle", "chase g1 unprotected", "idle"]);
+    assert_draw(&guarded, Reason::AllowedRepetition, "25.2");
+}
+
 /// King and pawn moves that attack: (what, FEN, move, nature). The crossed red pawn steps e5-f5
 /// next to the black elephant g5, which the elephant e7 guards; the red rook g1 attacks it too.
 const PAWN_PARTNERS: &[(&str, &str, &str, &str)] = &[
