@@ -126,10 +126,16 @@ pub struct TrainConfig {
     /// saved); see [`Trainer`](crate::Trainer).
     #[serde(default)]
     pub average_samples: u64,
+    /// Share of each row's policy weight, 0 to 1, that goes by how much its target surprised the
+    /// network (the target's KL divergence from the network's policy, over its batch's mean; the
+    /// rest is even): KataGo's policy surprise weighting, with the network being trained standing
+    /// in for the one that searched. 0: every row weighs the same.
+    #[serde(default)]
+    pub policy_surprise: f32,
 }
 
 impl Default for TrainConfig {
     fn default() -> TrainConfig {
-        TrainConfig { learning_rate: 0.02, momentum: 0.9, weight_decay: 1e-4, average_samples: 0 }
+        TrainConfig { learning_rate: 0.02, momentum: 0.9, weight_decay: 1e-4, average_samples: 0, policy_surprise: 0.0 }
     }
 }

@@ -250,17 +250,21 @@ impl Trainer {
         // most rows have none, and a mean over all rows would train the policy at a fraction of
         // its rate and report a fraction of its loss.
         let targeted = batch.policy.f_sum_dim_intlist(1, false, Kind::Float)?.f_gt(0.0)?.f_to_kind(Kind::Float)?;
-        let policy_loss = (row_cross_entropy(&policy_logits, &batch.policy)? * &targeted)
-            .f_sum(Kind::Float)?
-            .f_div(&targeted.f_sum(Kind::Float)?.f_clamp_min(1.0)?)?;
+        let targets = targeted.f_sum(Kind::Float)?.f_clamp_min(1.0)?;
+        let policy_cross_entropy = row_cross_entropy(&policy_logits, &batch.policy)?;
+        // The loss reported is the plain mean, so that runs with and without surprise weighting
+        // read alike; the one minimised weighs each row.
+        let policy_loss = (&policy_cross_entropy * &targeted).f_sum(Kind::Float)?.f_div(&targets)?;
+        let weights = self.policy_weights(&policy_cross_entropy, &batch.policy, &targeted, &targets)?;
+        let weighted_policy_loss = (&policy_cross_entropy * weights).f_sum(Kind::Float)?.f_div(&targets)?;
         let value_loss = row_cross_entropy(&value_logits, &batch.wdl)?.f_mean(Kind::Float)?;
         for p in self.parameters.values_mut() {
             p.weight.zero_grad();
         }
-        let total = &policy_loss + &value_loss;
+        let total = &weighted_policy_loss + &value_loss;
         total.f_backward()?;
 
-        let TrainConfig { learning_rate, momentum, weight_decay, average_samples } = self.config;
+        let TrainConfig { learning_rate, momentum, weight_decay, average_samples, .. } = self.config;
         let _guard = tch::no_grad_guard();
         // Decided on the device, so that the step needs no answer from it.
         let finite = total.f_isfinite()?;
@@ -292,6 +296,35 @@ impl Trainer {
         self.info.training_steps += 1;
         self.info.samples_seen += batch.rows as u64;
         Ok(StepLosses { policy: policy_loss.detach(), value: value_loss.detach() })
+    }
+}
+
+impl Trainer {
+    /// Each row's weight in the policy loss: `targeted` (1 for a row with a policy target),
+    /// and with [`TrainConfig::policy_surprise`] `s` above 0, `(1 - s) + s * kl / mean(kl)`, the
+    /// surprise `kl` being the target's KL divergence from the network's policy (its cross-entropy
+    /// less the target's entropy), held fixed for the step.
+    fn policy_weights(
+        &self,
+        cross_entropy: &Tensor,
+        target: &Tensor,
+        targeted: &Tensor,
+        targets: &Tensor,
+    ) -> Result<Tensor, tch::TchError> {
+        let surprise = f64::from(self.config.policy_surprise);
+        if surprise <= 0.0 {
+            return Ok(targeted.shallow_clone());
+        }
+        let entropy =
+            (target * target.f_clamp_min(1e-12)?.f_log()?).f_sum_dim_intlist(1, false, Kind::Float)?.f_neg()?;
+        let kl = (cross_entropy.detach() - entropy).f_clamp_min(0.0)? * targeted;
+        let mean = kl.f_sum(Kind::Float)?.f_div(targets)?.f_clamp_min(1e-6)?;
+        Ok((kl.f_div(&mean)? * surprise + (1.0 - surprise)) * targeted)
+    }
+
+    /// Sets [`TrainConfig::policy_surprise`], for a run resumed with another setting.
+    pub fn set_policy_surprise(&mut self, share: f32) {
+        self.config.policy_surprise = share;
     }
 }
 

@@ -57,7 +57,7 @@ fn tiny_net_overfits_a_fixed_batch() {
     let data = Data::new(64, 1);
     let mut trainer = Trainer::new(
         Network::new(&tiny(), Device::Cpu),
-        TrainConfig { learning_rate: 0.05, momentum: 0.9, weight_decay: 1e-4, average_samples: 0 },
+        TrainConfig { learning_rate: 0.05, momentum: 0.9, weight_decay: 1e-4, ..TrainConfig::default() },
     );
     let first = trainer.step(&data.batch()).unwrap();
     let mut last = first;
@@ -67,6 +67,36 @@ fn tiny_net_overfits_a_fixed_batch() {
     assert!(last.total <= 0.2 * first.total, "loss fell from {:.3} to {:.3} only", first.total, last.total);
     assert_eq!(trainer.info().training_steps, 301);
     assert_eq!(trainer.info().samples_seen, 301 * 64);
+}
+
+#[test]
+fn policy_surprise_weighting_trains_the_surprising_rows_harder() {
+    // Row 0's target is even over its legal moves, about what a fresh network plays already; row
+    // 1's is one move, a surprise. With the weighting, one step teaches row 1 more.
+    let data = Data::new(2, 21);
+    let mut policy = data.policy.clone();
+    let legal = data.legal[..POLICY_SIZE].iter().sum::<f32>();
+    for (target, &allowed) in policy[..POLICY_SIZE].iter_mut().zip(&data.legal[..POLICY_SIZE]) {
+        *target = allowed / legal;
+    }
+    let surprising = TrainBatch {
+        inputs: &data.inputs[INPUT_SIZE..],
+        policy: &policy[POLICY_SIZE..],
+        legal: &data.legal[POLICY_SIZE..],
+        wdl: &data.wdl[3..],
+    };
+    let after_one_step = |policy_surprise: f32| {
+        tch::manual_seed(7);
+        let config = TrainConfig { learning_rate: 0.05, policy_surprise, ..TrainConfig::default() };
+        let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), config);
+        let reported = trainer.step(&TrainBatch { policy: &policy, ..data.batch() }).unwrap().policy;
+        trainer.set_learning_rate(0.0);
+        (reported, trainer.step(&surprising).unwrap().policy)
+    };
+    let (plain_reported, plain) = after_one_step(0.0);
+    let (weighted_reported, weighted) = after_one_step(1.0);
+    assert_eq!(plain_reported, weighted_reported, "the loss reported is the plain mean either way");
+    assert!(weighted < plain - 1e-3, "the surprising row's loss after one step: {weighted} weighted, {plain} plain");
 }
 
 #[test]
@@ -228,7 +258,7 @@ fn training_resumes_from_a_checkpoint_with_its_momentum() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("trainer.json");
     let data = Data::new(16, 4);
-    let config = TrainConfig { learning_rate: 0.03, momentum: 0.8, weight_decay: 2e-4, average_samples: 0 };
+    let config = TrainConfig { learning_rate: 0.03, momentum: 0.8, weight_decay: 2e-4, ..TrainConfig::default() };
     let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), config);
     for _ in 0..3 {
         trainer.step(&data.batch()).unwrap();

@@ -369,6 +369,7 @@ pub fn train(
         Some(path) => {
             let mut trainer = Trainer::resume(&path, config.device, Some(&config.model))?;
             trainer.set_average_samples(config.optimizer.average_samples);
+            trainer.set_policy_surprise(config.optimizer.policy_surprise);
             let version = trainer.info().model_version;
             (trainer, version)
         }

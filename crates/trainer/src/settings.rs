@@ -65,6 +65,10 @@ pub struct TrainSettings {
     /// noise.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().average_samples))]
     pub average_samples: u64,
+    /// Share of each position's policy weight, 0 to 1, that goes by how much its search's policy
+    /// surprised the network (KataGo's policy surprise weighting; 0: all weigh the same).
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().policy_surprise))]
+    pub policy_surprise: f32,
     /// Samples in the dataset before the first step.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().min_samples))]
     pub min_samples: usize,
@@ -106,6 +110,7 @@ impl Default for TrainSettings {
             window: 25_000,
             result_horizon: 0.0,
             average_samples: 0,
+            policy_surprise: 0.0,
             min_samples: 4096,
             checkpoint_every_samples: 25_600,
             publish_every_samples: 25_600,
@@ -152,6 +157,7 @@ impl TrainSettings {
             if ok { Ok(()) } else { Err(TrainSettingsError::Invalid { field, value: value.to_string(), expected }) }
         }
         let share = |v: f32| (0.0..=1.0).contains(&v);
+        check(share(self.policy_surprise), "policy_surprise", self.policy_surprise, "0 to 1")?;
         check(self.batch_size >= 1, "batch_size", self.batch_size, "1 or more")?;
         let schedule = self.learning_rates()?;
         check((0.0..1.0).contains(&self.momentum), "momentum", self.momentum, "0 to 1 (below 1)")?;
@@ -239,6 +245,7 @@ impl TrainSettings {
                 momentum: self.momentum,
                 weight_decay: self.weight_decay,
                 average_samples: self.average_samples,
+                policy_surprise: self.policy_surprise,
             },
             lr_schedule,
             batch_size: self.batch_size,
@@ -279,6 +286,7 @@ mod tests {
             ("samples_per_sample", TrainSettings { samples_per_sample: 0.0, ..Default::default() }),
             ("value_q_ratio", TrainSettings { value_q_ratio: -0.1, ..Default::default() }),
             ("material_target", TrainSettings { material_target: 1.5, ..Default::default() }),
+            ("policy_surprise", TrainSettings { policy_surprise: f32::NAN, ..Default::default() }),
             ("result_horizon", TrainSettings { result_horizon: f32::NAN, ..Default::default() }),
             ("publish_every_samples", TrainSettings { publish_every_samples: 0, ..Default::default() }),
             ("metrics_every_samples", TrainSettings { metrics_every_samples: 0, ..Default::default() }),
