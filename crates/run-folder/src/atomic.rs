@@ -24,7 +24,7 @@ impl IoError {
 
 /// The temporary name `path` is written under: its whole name and `.tmp`, so that two files
 /// that differ only in their extension (a checkpoint's `.json` and `.safetensors`) never share one.
-pub fn temp_path(path: &Path) -> PathBuf {
+fn temp_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".tmp");
     path.with_file_name(name)

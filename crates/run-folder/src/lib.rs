@@ -26,7 +26,7 @@ mod layout;
 mod ready;
 mod rows;
 
-pub use atomic::{IoError, temp_path, write_atomic, write_atomic_with};
+pub use atomic::{IoError, write_atomic, write_atomic_with};
 pub use layout::{RunFolder, TrainerFolder};
 pub use ready::{Ready, ReadyError};
 pub use rows::{Appended, MetricsRow, Row, RowError, RowReader, RowWriter, StrengthRow};
