@@ -27,6 +27,8 @@ mod rate;
 mod results;
 mod roles;
 #[cfg(feature = "torch")]
+mod run_status;
+#[cfg(feature = "torch")]
 mod selfplay;
 mod settings;
 mod status;
