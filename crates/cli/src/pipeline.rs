@@ -189,18 +189,12 @@ fn worker_args(args: &RunArgs, run: &RunFolder, settings: &SettingsFile, url: &s
     argv
 }
 
-/// The trainer's arguments: it reads its settings from the run's file.
+/// The trainer's arguments: the run folder (its dataset, its trainer folder and its settings
+/// file), the device and its share of the cores.
 fn trainer_args(args: &RunArgs, run: &RunFolder, url: &str, threads: usize) -> Vec<OsString> {
     let mut argv: Vec<OsString> = vec!["train".into(), "--coordinator".into(), url.into()];
-    for (flag, value) in [
-        ("--data", run.dataset_dir().into()),
-        ("--run", run.trainer().root().into()),
-        ("--settings", run.settings_file().into()),
-        ("--device", OsString::from(&args.device.device)),
-        ("--torch-threads", threads.to_string().into()),
-    ] {
-        argv.extend([flag.into(), value]);
-    }
+    argv.extend(["--run-folder".into(), run.root().into(), "--device".into(), (&args.device.device).into()]);
+    argv.extend(["--torch-threads".into(), threads.to_string().into()]);
     argv
 }
 
