@@ -2,7 +2,7 @@
 //! measurement.
 
 use anyhow::Result;
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 
 /// Benchmarks.
 #[derive(Subcommand)]
@@ -21,33 +21,6 @@ pub enum BenchCommand {
     #[cfg(not(feature = "torch"))]
     #[command(external_subcommand)]
     Other(Vec<String>),
-}
-
-/// How a benchmark prints its measurements (`--json`, shared by every benchmark).
-#[derive(Args, Clone, Copy, Debug)]
-pub struct Output {
-    /// Print one JSON object per measurement (JSON lines) instead of text; every object names its
-    /// `bench` and `measurement` and carries what was measured, so that a line stands alone.
-    #[arg(long)]
-    pub json: bool,
-}
-
-impl Output {
-    /// Prints a measurement: `text` as a line, or `fields` as one JSON line with `--json`.
-    pub fn measurement(self, text: impl FnOnce() -> String, fields: serde_json::Value) {
-        if self.json {
-            println!("{fields}");
-        } else {
-            println!("{}", text());
-        }
-    }
-
-    /// Prints a line that says what is measured; with `--json` the measurements carry it instead.
-    pub fn context(self, text: impl FnOnce() -> String) {
-        if !self.json {
-            println!("{}", text());
-        }
-    }
 }
 
 /// Runs a benchmark.

@@ -3,7 +3,7 @@
 //! it started, also its peak memory and how many requests shared each commit, optionally with its
 //! dashboard polled as a browser polls it.
 
-use std::process::{Child, Command, Stdio};
+use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -17,7 +17,7 @@ use xqz_mcts::PlaySettings;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{GameSubmission, RegisterRequest, SubmitGamesRequest};
 
-use crate::coordinator::Ready;
+use crate::roles::{Role, RoleOutput, spawn_coordinator};
 
 /// Options of `xqz bench ingest`.
 #[derive(Args)]
@@ -52,12 +52,12 @@ pub struct IngestArgs {
     #[arg(long)]
     poll_dashboard: Option<f64>,
     #[command(flatten)]
-    output: crate::bench::Output,
+    output: crate::bench_output::Output,
 }
 
 /// A coordinator started for the benchmark, stopped when dropped.
 struct Started {
-    child: Child,
+    coordinator: Role,
     /// Its HTTP address (metrics and dashboard).
     http: String,
     /// Its data folder, kept for the coordinator that [`Started::restart`] starts.
@@ -78,7 +78,7 @@ impl Started {
 
     /// A field of `/proc/PID/status` given in KiB.
     fn status_kib(&self, field: &str) -> Option<u64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.coordinator.id())).ok()?;
         let line = status.lines().find(|l| l.starts_with(field))?;
         line.split_whitespace().nth(1)?.parse().ok()
     }
@@ -87,11 +87,7 @@ impl Started {
     /// over the same data: how long until it serves, and its resident memory then. Its start-up
     /// reads what is stored, so this shows what that costs for the number of games stored.
     fn restart(mut self, max_plies: u32, dataset: Option<&DatasetLocation>) -> Result<Restart> {
-        use nix::sys::signal::{Signal, kill};
-        use nix::unistd::Pid;
-        let pid = Pid::from_raw(i32::try_from(self.child.id())?);
-        kill(pid, Signal::SIGTERM).context("stop the coordinator")?;
-        self.child.wait()?;
+        self.coordinator.stop(Duration::from_secs(120));
         let data = self.data.take().context("the data folder")?;
         drop(self);
         let t = Instant::now();
@@ -102,7 +98,7 @@ impl Started {
 
     /// The coordinator's CPU time so far (user and system), in seconds (Linux).
     fn cpu_seconds(&self) -> Option<f64> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id())).ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.coordinator.id())).ok()?;
         // After the command name, which may hold spaces, in parentheses: utime and stime are
         // the 12th and 13th fields.
         let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
@@ -143,47 +139,35 @@ fn http_get(addr: &str, path: &str) -> std::io::Result<String> {
     Ok(text.split_once("\r\n\r\n").map_or(String::new(), |(_, body)| body.to_string()))
 }
 
-impl Drop for Started {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_coordinator(
     max_plies: u32,
     dataset: Option<&DatasetLocation>,
     data: tempfile::TempDir,
 ) -> Result<(String, Started)> {
     let ready_dir = tempfile::tempdir()?;
-    let ready_file = ready_dir.path().join("coordinator.ready");
     // The synthetic games are played by the rules alone (and the length cap): no material
     // adjudication, and a repetition the rules call a draw is a draw.
-    let child = Command::new(std::env::current_exe()?)
-        .args(["coordinator", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"])
-        .args(["--max-plies", &max_plies.to_string(), "--material-adjudication", "0", "--repeater-loses", "false"])
-        .arg("--data")
-        .arg(data.path())
-        .args(dataset.map(|d| format!("--dataset={d}")))
-        .arg("--ready-file")
-        .arg(&ready_file)
-        // A thousand simulated workers would make a thousand "worker joined" lines.
-        .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "warn".into()))
-        .stdout(Stdio::null())
-        .spawn()
-        .context("start the coordinator")?;
-    let mut started = Started { child, http: String::new(), data: Some(data) };
-    let ready = Ready::wait(&mut started.child, &ready_file, Duration::from_secs(120))?;
-    started.http = ready.metrics.context("the coordinator's ready file names no HTTP address")?.to_string();
-    Ok((format!("http://{}", ready.listen), started))
+    let mut args: Vec<OsString> = ["--max-plies", &max_plies.to_string(), "--material-adjudication", "0"]
+        .into_iter()
+        .chain(["--repeater-loses", "false", "--data"])
+        .map(OsString::from)
+        .collect();
+    args.push(data.path().into());
+    args.extend(dataset.map(|d| format!("--dataset={d}").into()));
+    let ready_file = ready_dir.path().join("coordinator.ready");
+    let loopback = "127.0.0.1:0".parse()?;
+    let (coordinator, ready) =
+        spawn_coordinator(args, loopback, &ready_file, RoleOutput::Quiet, Duration::from_secs(120))?;
+    let http = ready.metrics.context("the coordinator's ready file names no HTTP address")?.to_string();
+    Ok((format!("http://{}", ready.listen), Started { coordinator, http, data: Some(data) }))
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
-pub fn run(args: &IngestArgs) -> Result<()> {
-    anyhow::ensure!(args.workers > 0 && args.games > 0 && args.batch > 0, "counts must be positive");
+/// The simulated workers' games, a list per worker, ready to send; and their positions.
+fn generate(args: &IngestArgs) -> Result<(Vec<Vec<GameSubmission>>, usize)> {
     // The simulated workers' searches are shaped as these settings make a worker's.
     let play = PlaySettings { full_search_probability: args.full_search_probability, ..PlaySettings::default() };
     play.validate().context("--full-search-probability")?;
@@ -223,6 +207,11 @@ pub fn run(args: &IngestArgs) -> Result<()> {
             args.batch
         )
     });
+    Ok((games, positions))
+}
+
+/// The coordinator to load: `--coordinator`, or one started here (with its dashboard poller).
+fn coordinator(args: &IngestArgs) -> Result<(String, Option<Started>, Option<Poller>)> {
     let (url, started) = match &args.coordinator {
         Some(_) if args.dataset.is_some() => {
             bail!("--dataset is for the coordinator the benchmark starts, not --coordinator")
@@ -241,14 +230,18 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         (Some(_), Some(_)) => bail!("--poll-dashboard takes a positive number of seconds"),
         (Some(_), None) => bail!("--poll-dashboard polls the coordinator the benchmark starts, not --coordinator"),
     };
-    let cpu_before = started.as_ref().and_then(Started::cpu_seconds);
+    Ok((url, started, poll))
+}
+
+/// Submits each worker's games on a connection of its own, `batch` per request, all workers at
+/// once: the time it took, each request's latency and the games accepted.
+fn submit(url: &str, games: Vec<Vec<GameSubmission>>, batch: usize) -> Result<(Duration, Vec<Duration>, u64)> {
     let runtime = tokio::runtime::Runtime::new()?;
-    let (elapsed, mut latencies, accepted) = runtime.block_on(async {
+    runtime.block_on(async {
         let start = Instant::now();
         let mut tasks = Vec::new();
         for (w, worker_games) in games.into_iter().enumerate() {
-            let url = url.clone();
-            let batch = args.batch;
+            let url = url.to_string();
             tasks.push(tokio::spawn(async move {
                 let mut client = CoordinatorClient::connect(url).await?.max_encoding_message_size(64 << 20);
                 let register = RegisterRequest { name: format!("bench-{w}"), ..RegisterRequest::default() };
@@ -281,7 +274,36 @@ pub fn run(args: &IngestArgs) -> Result<()> {
             accepted += a;
         }
         Ok::<_, anyhow::Error>((start.elapsed(), latencies, accepted))
-    })?;
+    })
+}
+
+/// What a load measured.
+struct Measured {
+    games: usize,
+    positions: usize,
+    accepted: u64,
+    secs: f64,
+    /// Request latencies, sorted.
+    latencies: Vec<Duration>,
+    commits: Option<f64>,
+    peak_rss: Option<u64>,
+    shards: Option<usize>,
+    restart: Option<Restart>,
+    polls: Option<u64>,
+    /// The coordinator's CPU seconds during the load.
+    load_cpu: Option<f64>,
+    /// The coordinator's CPU seconds per dashboard poll.
+    poll_cpu: Option<f64>,
+    /// The share of the load's CPU that polling at --poll-dashboard takes.
+    watch_share: Option<f64>,
+}
+
+pub fn run(args: &IngestArgs) -> Result<()> {
+    anyhow::ensure!(args.workers > 0 && args.games > 0 && args.batch > 0, "counts must be positive");
+    let (games, positions) = generate(args)?;
+    let (url, started, poll) = coordinator(args)?;
+    let cpu_before = started.as_ref().and_then(Started::cpu_seconds);
+    let (elapsed, mut latencies, accepted) = submit(&url, games, args.batch)?;
     let polls = poll.map(Poller::stop).transpose()?;
     let secs = elapsed.as_secs_f64();
     // The coordinator's CPU during the load, then the CPU one poll costs, measured alone after it
@@ -298,88 +320,111 @@ pub fn run(args: &IngestArgs) -> Result<()> {
         _ => None,
     };
     latencies.sort();
-    let peak_rss = started.as_ref().and_then(Started::peak_rss);
-    let commits = started.as_ref().and_then(|s| s.metric("xqz_commits_total"));
     // The stored dataset as a reader finds it: the coordinator merges the shards of its commits.
     let location = match (&args.dataset, &started) {
         (Some(location), _) => Some(location.clone()),
         (None, Some(s)) => s.data.as_ref().map(|d| DatasetLocation::Local(d.path().join("dataset"))),
         (None, None) => None,
     };
-    let shards = location.map(Dataset::open_at).transpose()?.map(|d| d.shards().len());
-    let restart = started.map(|s| s.restart(args.max_plies, args.dataset.as_ref())).transpose()?;
-    let mib = |bytes: u64| bytes as f64 / f64::from(1 << 20);
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let (p50, p99) = (ms(percentile(&latencies, 0.5)), ms(percentile(&latencies, 0.99)));
-    let max = latencies.last().copied().map_or(0.0, ms);
-    args.output.measurement(
-        || {
-            format!(
-                "accepted {accepted}/{total} games in {secs:.2}s: {:.0} games/s, {:.0} positions/s\n\
-                 SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests){}{}{}{}{}{}{}",
-                accepted as f64 / secs,
-                positions as f64 / secs,
-                latencies.len(),
-                commits.map_or(String::new(), |c| format!(
-                    "\ncommits: {c:.0}, {:.1} requests each",
-                    latencies.len() as f64 / c.max(1.0)
-                )),
-                peak_rss.map_or(String::new(), |b| format!("\ncoordinator peak RSS: {:.0} MiB", mib(b))),
-                shards.map_or(String::new(), |n| format!("\nshards in the dataset: {n}")),
-                restart.as_ref().map_or(String::new(), |r| format!(
-                    "\nrestart (SIGTERM, then a new coordinator over the stored games): serving after {:.0} ms, \
-                     resident memory then {}",
-                    r.ready.as_secs_f64() * 1e3,
-                    r.rss.map_or("unknown".into(), |b| format!("{:.0} MiB", mib(b)))
-                )),
-                polls.map_or(String::new(), |n| format!("\ndashboard polled {n} times while it ran")),
-                load_cpu.map_or(String::new(), |load| format!(
-                    "\ncoordinator CPU: {load:.2}s during the load ({:.0}% of a core), {:.3} ms per accepted game",
-                    100.0 * load / secs,
-                    1e3 * load / accepted.max(1) as f64
-                )),
-                match (poll_cpu, watch_share) {
-                    (Some(poll), Some(share)) => format!(
-                        "\none dashboard poll {:.2} ms of the coordinator's CPU, so polling every {}s takes {:.2}% of \
-                         the load's CPU",
-                        poll * 1e3,
-                        args.poll_dashboard.unwrap_or_default(),
-                        100.0 * share
-                    ),
-                    _ => String::new(),
-                },
-            )
-        },
-        json!({
-            "bench": "ingest",
-            "measurement": "ingest",
-            "workers": args.workers,
-            "games_per_worker": args.games,
-            "batch": args.batch,
-            "full_search_probability": args.full_search_probability,
-            "dataset": args.dataset.as_ref().map(ToString::to_string),
-            "games": total,
-            "positions": positions,
-            "accepted": accepted,
-            "seconds": secs,
-            "games_per_s": accepted as f64 / secs,
-            "positions_per_s": positions as f64 / secs,
-            "requests": latencies.len(),
-            "latency_p50_ms": p50,
-            "latency_p99_ms": p99,
-            "latency_max_ms": max,
-            "commits": commits,
-            "coordinator_peak_rss_bytes": peak_rss,
-            "shards": shards,
-            "restart_ready_ms": restart.as_ref().map(|r| r.ready.as_secs_f64() * 1e3),
-            "restart_rss_bytes": restart.as_ref().and_then(|r| r.rss),
-            "dashboard_polls": polls,
-            "coordinator_cpu_seconds": load_cpu,
-            "dashboard_poll_cpu_ms": poll_cpu.map(|c| c * 1e3),
-            "dashboard_cpu_share": watch_share,
-        }),
-    );
+    let measured = Measured {
+        games: args.workers * args.games,
+        positions,
+        accepted,
+        secs,
+        latencies,
+        commits: started.as_ref().and_then(|s| s.metric("xqz_commits_total")),
+        peak_rss: started.as_ref().and_then(Started::peak_rss),
+        shards: location.map(Dataset::open_at).transpose()?.map(|d| d.shards().len()),
+        restart: started.map(|s| s.restart(args.max_plies, args.dataset.as_ref())).transpose()?,
+        polls,
+        load_cpu,
+        poll_cpu,
+        watch_share,
+    };
+    args.output.measurement(|| text(args, &measured), json(args, &measured));
     Ok(())
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / f64::from(1 << 20)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The measurement as text.
+fn text(args: &IngestArgs, m: &Measured) -> String {
+    let (p50, p99) = (ms(percentile(&m.latencies, 0.5)), ms(percentile(&m.latencies, 0.99)));
+    let max = m.latencies.last().copied().map_or(0.0, ms);
+    let (accepted, total, secs) = (m.accepted, m.games, m.secs);
+    format!(
+        "accepted {accepted}/{total} games in {secs:.2}s: {:.0} games/s, {:.0} positions/s\n\
+         SubmitGames latency: p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms ({} requests){}{}{}{}{}{}{}",
+        accepted as f64 / secs,
+        m.positions as f64 / secs,
+        m.latencies.len(),
+        m.commits.map_or(String::new(), |c| format!(
+            "\ncommits: {c:.0}, {:.1} requests each",
+            m.latencies.len() as f64 / c.max(1.0)
+        )),
+        m.peak_rss.map_or(String::new(), |b| format!("\ncoordinator peak RSS: {:.0} MiB", mib(b))),
+        m.shards.map_or(String::new(), |n| format!("\nshards in the dataset: {n}")),
+        m.restart.as_ref().map_or(String::new(), |r| format!(
+            "\nrestart (SIGTERM, then a new coordinator over the stored games): serving after {:.0} ms, \
+             resident memory then {}",
+            r.ready.as_secs_f64() * 1e3,
+            r.rss.map_or("unknown".into(), |b| format!("{:.0} MiB", mib(b)))
+        )),
+        m.polls.map_or(String::new(), |n| format!("\ndashboard polled {n} times while it ran")),
+        m.load_cpu.map_or(String::new(), |load| format!(
+            "\ncoordinator CPU: {load:.2}s during the load ({:.0}% of a core), {:.3} ms per accepted game",
+            100.0 * load / secs,
+            1e3 * load / accepted.max(1) as f64
+        )),
+        match (m.poll_cpu, m.watch_share) {
+            (Some(poll), Some(share)) => format!(
+                "\none dashboard poll {:.2} ms of the coordinator's CPU, so polling every {}s takes {:.2}% of \
+                 the load's CPU",
+                poll * 1e3,
+                args.poll_dashboard.unwrap_or_default(),
+                100.0 * share
+            ),
+            _ => String::new(),
+        },
+    )
+}
+
+/// The measurement as one JSON object.
+fn json(args: &IngestArgs, m: &Measured) -> serde_json::Value {
+    json!({
+        "bench": "ingest",
+        "measurement": "ingest",
+        "workers": args.workers,
+        "games_per_worker": args.games,
+        "batch": args.batch,
+        "full_search_probability": args.full_search_probability,
+        "dataset": args.dataset.as_ref().map(ToString::to_string),
+        "games": m.games,
+        "positions": m.positions,
+        "accepted": m.accepted,
+        "seconds": m.secs,
+        "games_per_s": m.accepted as f64 / m.secs,
+        "positions_per_s": m.positions as f64 / m.secs,
+        "requests": m.latencies.len(),
+        "latency_p50_ms": ms(percentile(&m.latencies, 0.5)),
+        "latency_p99_ms": ms(percentile(&m.latencies, 0.99)),
+        "latency_max_ms": m.latencies.last().copied().map_or(0.0, ms),
+        "commits": m.commits,
+        "coordinator_peak_rss_bytes": m.peak_rss,
+        "shards": m.shards,
+        "restart_ready_ms": m.restart.as_ref().map(|r| r.ready.as_secs_f64() * 1e3),
+        "restart_rss_bytes": m.restart.as_ref().and_then(|r| r.rss),
+        "dashboard_polls": m.polls,
+        "coordinator_cpu_seconds": m.load_cpu,
+        "dashboard_poll_cpu_ms": m.poll_cpu.map(|c| c * 1e3),
+        "dashboard_cpu_share": m.watch_share,
+    })
 }
 
 /// One poll of a dashboard as its page makes it: the overview, the latest games and `/metrics`.

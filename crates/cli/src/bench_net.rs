@@ -31,7 +31,7 @@ pub struct SelfPlayBenchArgs {
     #[command(flatten)]
     play: xqz_mcts::PlaySettings,
     #[command(flatten)]
-    output: crate::bench::Output,
+    output: crate::bench_output::Output,
 }
 
 /// Options of `xqz bench net`.
@@ -58,7 +58,7 @@ pub struct NetArgs {
     #[arg(long, default_value_t = 3.0)]
     seconds: f64,
     #[command(flatten)]
-    output: crate::bench::Output,
+    output: crate::bench_output::Output,
 }
 
 pub fn bench_net(args: &NetArgs) -> Result<()> {

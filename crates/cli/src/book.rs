@@ -238,7 +238,7 @@ fn export_suite(path: &std::path::Path, out: &std::path::Path, config: SuiteConf
             entry.score
         )?;
     }
-    crate::settings::write_atomic(out, text.as_bytes())?;
+    xqz_run_folder::write_atomic(out, text.as_bytes())?;
     println!("{}: {} positions", out.display(), suite.len());
     Ok(())
 }

@@ -1,18 +1,17 @@
 //! `xqz coordinator`: serves the coordinator until Ctrl-C or SIGTERM.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args};
-use serde::{Deserialize, Serialize};
 use xqz_coordinator::CoordinatorConfig;
 use xqz_dataset::DatasetLocation;
 use xqz_mcts::{PlaySchedule, PlaySettings};
+use xqz_run_folder::Ready;
 
-use crate::settings::{SettingsFile, write_atomic};
+use crate::settings::SettingsFile;
 
 /// Options of `xqz coordinator`.
 #[derive(Args, Debug)]
@@ -91,34 +90,6 @@ pub struct CoordinatorArgs {
     schedule: PlaySchedule,
 }
 
-/// What `--ready-file` holds.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Ready {
-    /// The bound gRPC address.
-    pub listen: SocketAddr,
-    /// The bound HTTP address (metrics and dashboard), if any.
-    pub metrics: Option<SocketAddr>,
-}
-
-impl Ready {
-    /// Waits up to `timeout` for the ready file at `path` of `coordinator`, a process started as
-    /// `xqz coordinator ... --ready-file PATH`: how every command that starts a coordinator
-    /// learns where it listens (the file is written whole, by a rename, once both ports are bound).
-    pub fn wait(coordinator: &mut std::process::Child, path: &Path, timeout: Duration) -> Result<Ready> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Ok(text) = std::fs::read_to_string(path) {
-                return serde_json::from_str(&text).with_context(|| format!("ready file {}", path.display()));
-            }
-            if let Some(status) = coordinator.try_wait()? {
-                anyhow::bail!("the coordinator exited ({status}) before it was ready");
-            }
-            anyhow::ensure!(Instant::now() < deadline, "the coordinator was not ready in {timeout:?}");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-}
-
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.
 async fn stop_signal() {
     #[cfg(unix)]
@@ -192,8 +163,7 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
             "coordinator serving"
         );
         if let Some(path) = &args.ready_file {
-            let ready = Ready { listen: running.addr(), metrics: running.metrics_addr() };
-            write_atomic(path, serde_json::to_string(&ready)?.as_bytes())?;
+            Ready { listen: running.addr(), metrics: running.metrics_addr() }.write(path)?;
         }
         running.wait().await.context("coordinator stopped with an error")?;
         tracing::info!("coordinator stopped");

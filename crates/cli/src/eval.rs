@@ -79,7 +79,7 @@ pub fn run(command: EvalCommand) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         EvalCommand::Plot { run } => {
-            let done = crate::plot::plot_run(&run);
+            let done = crate::plot::plot_run(&xqz_run_folder::RunFolder::new(&run));
             anyhow::ensure!(!done.is_empty(), "{} has neither trainer/metrics.csv nor strength.csv", run.display());
             for line in done {
                 println!("{line}");

@@ -86,7 +86,7 @@ pub fn run(run: &Path, prior_draws: f64, anchor: Option<&str>, json: bool) -> Re
         .filter(|p| p.1.is_finite())
         .collect();
     if !points.is_empty() {
-        let plot = run.join("ladder.svg");
+        let plot = xqz_run_folder::RunFolder::new(run).ladder_svg();
         crate::plot::ladder(&points, &plot)?;
         eprintln!("plotted in {}", plot.display());
     }

@@ -4,6 +4,7 @@ mod bench;
 mod bench_ingest;
 #[cfg(feature = "torch")]
 mod bench_net;
+mod bench_output;
 mod book;
 #[cfg(feature = "torch")]
 mod book_grow;
@@ -24,6 +25,9 @@ mod plot;
 #[cfg(feature = "torch")]
 mod rate;
 mod results;
+mod roles;
+#[cfg(feature = "torch")]
+mod run_status;
 #[cfg(feature = "torch")]
 mod selfplay;
 mod settings;

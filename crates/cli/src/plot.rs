@@ -1,10 +1,11 @@
-//! Plots of a run: the training losses from `metrics.csv`, as SVG (no fonts or system libraries
-//! needed).
+//! Plots of a run: the training losses from `metrics.csv`, the strength matches from
+//! `strength.csv` and the ladder, as SVG (no fonts or system libraries needed).
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use plotters::prelude::*;
+use xqz_run_folder::{MetricsRow, RowReader, RunFolder, StrengthRow};
 
 /// One step's (step, policy loss, value loss).
 type LossRow = (u64, f64, f64);
@@ -12,26 +13,13 @@ type LossRow = (u64, f64, f64);
 /// A plotted line: its name, colour and value per row.
 type Series = (&'static str, RGBColor, fn(&LossRow) -> f64);
 
-/// Reads `step`, `policy_loss` and `value_loss` columns of a trainer's metrics file.
-fn read_losses(metrics: &Path) -> Result<Vec<LossRow>> {
-    let text = std::fs::read_to_string(metrics).with_context(|| format!("read {}", metrics.display()))?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().context("empty metrics file")?.split(',').collect();
-    let column = |name: &str| header.iter().position(|h| *h == name).with_context(|| format!("no {name} column"));
-    let (step, policy, value) = (column("step")?, column("policy_loss")?, column("value_loss")?);
-    lines
-        .filter(|l| !l.trim().is_empty())
-        .map(|line| {
-            let fields: Vec<&str> = line.split(',').collect();
-            let get = |i: usize| fields.get(i).with_context(|| format!("short metrics line {line:?}"));
-            Ok((get(step)?.parse()?, get(policy)?.parse()?, get(value)?.parse()?))
-        })
-        .collect()
-}
-
 /// Writes an SVG of the policy, value and total losses over training steps.
 pub fn losses(metrics: &Path, out: &Path) -> Result<()> {
-    let rows = read_losses(metrics)?;
+    let rows: Vec<LossRow> = RowReader::<MetricsRow>::new(metrics)
+        .read_all()?
+        .into_iter()
+        .map(|r| (r.step, r.policy_loss, r.value_loss))
+        .collect();
     anyhow::ensure!(!rows.is_empty(), "no training steps yet");
     let max_step = rows.iter().map(|r| r.0).max().unwrap_or(1).max(1);
     let max_loss = rows.iter().map(|r| r.1 + r.2).fold(0.0, f64::max).max(1e-3);
@@ -63,21 +51,13 @@ const ELO_DRAWN: f64 = 800.0;
 /// hours since `started` (Unix seconds; the first model's publication if `None`), from
 /// `strength.csv` (an unbounded Elo, from a perfect or a zero score, drawn at ±800).
 pub fn strength(csv: &Path, out: &Path, started: Option<u64>) -> Result<()> {
-    let text = std::fs::read_to_string(csv).with_context(|| format!("read {}", csv.display()))?;
-    let mut lines = text.lines();
-    let header: Vec<&str> = lines.next().context("empty strength file")?.split(',').collect();
-    let column = |name: &str| header.iter().position(|h| *h == name).with_context(|| format!("no {name} column"));
-    let (at, opponent, elo, lower, upper) =
-        (column("published_unix")?, column("opponent")?, column("elo")?, column("elo_lower")?, column("elo_upper")?);
-    let mut anchors = Vec::new();
-    let mut rows: Vec<(u64, f64, f64, f64)> = Vec::new();
-    for line in lines.filter(|l| !l.trim().is_empty()) {
-        let fields: Vec<&str> = line.split(',').collect();
-        let get = |i: usize| fields.get(i).copied().with_context(|| format!("short strength line {line:?}"));
-        let bounded = |i: usize| -> Result<f64> { Ok(get(i)?.parse::<f64>()?.clamp(-ELO_DRAWN, ELO_DRAWN)) };
-        rows.push((get(at)?.parse()?, bounded(elo)?, bounded(lower)?, bounded(upper)?));
-        anchors.push(get(opponent)?.to_string());
-    }
+    let matches = RowReader::<StrengthRow>::new(csv).read_all()?;
+    let bounded = |elo: f64| elo.clamp(-ELO_DRAWN, ELO_DRAWN);
+    let mut rows: Vec<(u64, f64, f64, f64)> = matches
+        .iter()
+        .map(|m| (m.published_unix, bounded(m.elo), bounded(m.elo_lower), bounded(m.elo_upper)))
+        .collect();
+    let mut anchors: Vec<String> = matches.into_iter().map(|m| m.opponent).collect();
     anyhow::ensure!(!rows.is_empty(), "no strength matches yet");
     anchors.sort();
     anchors.dedup();
@@ -132,19 +112,19 @@ pub fn ladder(points: &[(u64, f64, f64)], out: &Path) -> Result<()> {
 
 /// Plots a run folder's curves: `losses.svg` from the trainer's metrics and `strength.svg` from
 /// the strength matches, those it has data for; returns what it did, a line each.
-pub fn plot_run(dir: &Path) -> Vec<String> {
+pub fn plot_run(run: &RunFolder) -> Vec<String> {
     let mut done = Vec::new();
-    let matches = dir.join("strength.csv");
+    let matches = run.strength_csv();
     if matches.exists() {
-        let plot = dir.join("strength.svg");
-        done.push(match strength(&matches, &plot, run_started(dir)) {
+        let plot = run.strength_svg();
+        done.push(match strength(&matches, &plot, run.started()) {
             Ok(()) => format!("strength matches in {}, plotted in {}", matches.display(), plot.display()),
             Err(e) => format!("no strength plot: {e:#}"),
         });
     }
-    let metrics = dir.join("trainer/metrics.csv");
+    let metrics = run.trainer().metrics_csv();
     if metrics.exists() {
-        let plot = dir.join("losses.svg");
+        let plot = run.losses_svg();
         done.push(match losses(&metrics, &plot) {
             Ok(()) => format!("losses plotted in {}", plot.display()),
             Err(e) => format!("no loss plot: {e:#}"),
@@ -153,34 +133,38 @@ pub fn plot_run(dir: &Path) -> Vec<String> {
     done
 }
 
-/// When the run began (Unix seconds): when its trainer saved the step-0 checkpoint.
-fn run_started(dir: &Path) -> Option<u64> {
-    let modified = std::fs::metadata(dir.join("trainer/checkpoints/step-00000000.json")).ok()?.modified().ok()?;
-    Some(modified.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs())
-}
-
 #[cfg(test)]
 mod tests {
+    use xqz_run_folder::RowWriter;
+
     use super::*;
 
     #[test]
     fn a_run_folder_s_curves_are_plotted_from_its_files() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(plot_run(dir.path()).is_empty());
-        std::fs::create_dir_all(dir.path().join("trainer")).unwrap();
-        std::fs::write(
-            dir.path().join("trainer/metrics.csv"),
-            "step,policy_loss,value_loss,learning_rate\n1,3.5,0.9,0.02\n2,3.4,0.8,0.02\n",
-        )
-        .unwrap();
-        let rows =
-            ["4,400,1000,material@32,4,7,9,0.375,-88.7,-268.2,51.8", "8,800,2000,material@32,5,10,5,0.5,0,-85,85"];
-        std::fs::write(dir.path().join("strength.csv"), format!("{}\n{}\n", crate::strength::HEADER, rows.join("\n")))
-            .unwrap();
-        let done = plot_run(dir.path());
+        let run = RunFolder::new(dir.path());
+        assert!(plot_run(&run).is_empty());
+        run.create().unwrap();
+        let mut metrics = RowWriter::open(&run.trainer().metrics_csv()).unwrap();
+        for (step, policy_loss) in [(1, 3.5), (2, 3.4)] {
+            metrics.append(&MetricsRow { step, policy_loss, value_loss: 0.9, ..MetricsRow::default() }).unwrap();
+        }
+        let mut matches = RowWriter::open(&run.strength_csv()).unwrap();
+        for (version, elo) in [(4, -88.7), (8, f64::INFINITY)] {
+            let at = 1000 * version;
+            let row = StrengthRow {
+                version,
+                published_unix: at,
+                opponent: "material@32".into(),
+                elo,
+                ..StrengthRow::default()
+            };
+            matches.append(&row).unwrap();
+        }
+        let done = plot_run(&run);
         assert_eq!(done.len(), 2, "{done:?}");
-        let strength = std::fs::read_to_string(dir.path().join("strength.svg")).unwrap();
+        let strength = std::fs::read_to_string(run.strength_svg()).unwrap();
         assert!(strength.contains("material@32 = 0"), "the anchor is named in the title");
-        assert!(dir.path().join("losses.svg").exists());
+        assert!(run.losses_svg().exists());
     }
 }

@@ -45,7 +45,7 @@ impl SettingsFile {
              # resumes with them; a flag that contradicts them needs --override.\n{}",
             toml::to_string(self).context("settings as TOML")?
         );
-        write_atomic(path, text.as_bytes())
+        Ok(xqz_run_folder::write_atomic(path, text.as_bytes())?)
     }
 
     /// One role's settings: `section` of the file at `path` (the defaults without one), with the
@@ -62,14 +62,6 @@ impl SettingsFile {
         };
         Ok(override_with(&base, flags, given)?.0)
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file and a rename, so that a reader sees the old
-/// content or the new, never a part.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes).with_context(|| format!("write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("write {}", path.display()))
 }
 
 /// A setting given on the command line with another value than the one it overrides.

@@ -6,15 +6,15 @@
 //! `eval/games.arrow`, models named `vN`, the anchor `material@P`), so `xqz eval ladder --run
 //! --anchor material@P` rates them with every other evaluation of the run; `strength.csv` (plotted
 //! by `plot::strength` against the hours since the run began, and the tracker's note of what it
-//! has measured) holds each match's paired Elo with its 95% interval.
+//! has measured) holds each match's paired Elo with its 95% interval, a
+//! [`StrengthRow`](xqz_run_folder::StrengthRow) each.
 //!
 //! Paced so that it does not starve self-play: it plays on one thread, rests after each match so
 //! that matches take at most a set share of the wall time, and when models come out faster than
 //! that it measures the newest and skips those in between.
 
 use std::collections::BTreeSet;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, UNIX_EPOCH};
 
@@ -26,19 +26,13 @@ use xqz_arena::tournament::MatchReport;
 use xqz_mcts::MaterialEvaluator;
 use xqz_net::Device;
 use xqz_net::service::{InferenceService, ServiceConfig};
-
-/// The columns of `strength.csv`: the model, its training steps, when it was published (Unix
-/// seconds), its opponent, the match's record, the model's score, and the Elo of
-/// [`Pentanomial::elo`](xqz_arena::stats::Pentanomial::elo) with its 95% interval (infinite for
-/// a perfect score), which is the model's rating with the anchor at 0.
-pub const HEADER: &str = "version,steps,published_unix,opponent,wins,draws,losses,score,elo,elo_lower,elo_upper";
+use xqz_run_folder::{RowReader, RowWriter, RunFolder, StrengthRow};
 
 /// Settings of the strength matches.
 pub struct Tracker {
-    /// The coordinator's model folder (`v<N>.json` files).
-    pub models: PathBuf,
-    /// The CSV file of results; the games go to `eval/` beside it.
-    pub out: PathBuf,
+    /// The run whose published models are measured, into its `strength.csv` and its games
+    /// into its `eval/`.
+    pub run: RunFolder,
     /// Games per match (even).
     pub games: u32,
     /// Playouts per move, of the models and of the anchor.
@@ -64,13 +58,8 @@ fn published(models: &Path) -> Vec<u64> {
     versions
 }
 
-fn measured(out: &Path) -> BTreeSet<u64> {
-    std::fs::read_to_string(out)
-        .unwrap_or_default()
-        .lines()
-        .skip(1)
-        .filter_map(|l| l.split(',').next()?.parse().ok())
-        .collect()
+fn measured(out: &Path) -> Result<BTreeSet<u64>> {
+    Ok(RowReader::<StrengthRow>::new(out).read_all()?.into_iter().map(|r| r.version).collect())
 }
 
 impl Tracker {
@@ -79,14 +68,9 @@ impl Tracker {
         format!("material@{}", self.playouts)
     }
 
-    /// The run folder, whose `eval/` holds the games.
-    fn run_dir(&self) -> &Path {
-        self.out.parent().unwrap_or(Path::new("."))
-    }
-
     /// Plays model `version` against the anchor, records its games and appends its summary.
     fn measure(&self, version: u64) -> Result<()> {
-        let path = self.models.join(format!("v{version}.json"));
+        let path = self.run.models_dir().join(format!("v{version}.json"));
         let published_unix = std::fs::metadata(&path)?.modified()?.duration_since(UNIX_EPOCH)?.as_secs();
         let (candidate, meta) = crate::model::serve(&path, self.device, ServiceConfig::default())?;
         let steps = meta.info.training_steps;
@@ -102,7 +86,7 @@ impl Tracker {
         let model = |service: &InferenceService| -> Box<dyn Player> {
             Box::new(SearchPlayer::new(&a, service.client(), config.playouts, config.search))
         };
-        let mut log = MatchLog::open(self.run_dir(), &a, &b, Some(steps), None)?;
+        let mut log = MatchLog::open(self.run.root(), &a, &b, Some(steps), None)?;
         let report = crate::results::play_recorded(
             &config.plan(),
             &|| Ok(model(&candidate)),
@@ -120,12 +104,8 @@ impl Tracker {
             "a strength match of v{version} against {b} had a forfeit (see {})",
             log.dir().display()
         );
-        let new_file = !self.out.exists();
-        let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&self.out)?;
-        if new_file {
-            writeln!(file, "{HEADER}")?;
-        }
-        writeln!(file, "{}", summary_line(version, steps, published_unix, &b, &report))?;
+        let row = summary(version, steps, published_unix, &b, &report);
+        RowWriter::open(&self.run.strength_csv())?.append(&row)?;
         Ok(())
     }
 
@@ -134,7 +114,7 @@ impl Tracker {
     pub fn run(&self, running: &AtomicBool) -> Result<()> {
         let mut rest_until = Instant::now();
         while running.load(Ordering::Relaxed) {
-            let next = next_to_measure(&published(&self.models), &measured(&self.out));
+            let next = next_to_measure(&published(&self.run.models_dir()), &measured(&self.run.strength_csv())?);
             match next.filter(|_| Instant::now() >= rest_until) {
                 Some(version) => {
                     let started = Instant::now();
@@ -158,19 +138,22 @@ fn next_to_measure(published: &[u64], measured: &BTreeSet<u64>) -> Option<u64> {
     published.iter().rev().find(|v| !measured.contains(v)).copied()
 }
 
-/// One line of `strength.csv`.
-fn summary_line(version: u64, steps: u64, published_unix: u64, opponent: &str, report: &MatchReport) -> String {
+/// The row of `strength.csv` of a match.
+fn summary(version: u64, steps: u64, published_unix: u64, opponent: &str, report: &MatchReport) -> StrengthRow {
     let elo = report.pairs.elo();
-    format!(
-        "{version},{steps},{published_unix},{opponent},{},{},{},{:.4},{:.1},{:.1},{:.1}",
-        report.games.wins,
-        report.games.draws,
-        report.games.losses,
-        report.pairs.score(),
-        elo.elo,
-        elo.lower,
-        elo.upper
-    )
+    StrengthRow {
+        version,
+        steps,
+        published_unix,
+        opponent: opponent.to_string(),
+        wins: report.games.wins,
+        draws: report.games.draws,
+        losses: report.games.losses,
+        score: report.pairs.score(),
+        elo: elo.elo,
+        elo_lower: elo.lower,
+        elo_upper: elo.upper,
+    }
 }
 
 #[cfg(test)]
@@ -218,7 +201,8 @@ mod tests {
     #[test]
     fn strength_matches_against_the_anchor_and_eval_matches_land_in_one_table() {
         let run = tempfile::tempdir().unwrap();
-        let models = run.path().join("coordinator/models");
+        let folder = RunFolder::new(run.path());
+        let models = folder.models_dir();
         std::fs::create_dir_all(&models).unwrap();
         let model = ModelConfig::builtin("tiny").unwrap();
         for (version, steps) in [(1, 10), (2, 20)] {
@@ -226,14 +210,7 @@ mod tests {
             let info = CheckpointInfo { model_version: version, training_steps: steps, samples_seen: 0 };
             xqz_net::checkpoint::save(&models.join(format!("v{version}.json")), &net, info).unwrap();
         }
-        let tracker = Tracker {
-            models,
-            out: run.path().join("strength.csv"),
-            games: 2,
-            playouts: 4,
-            device: Device::Cpu,
-            share: 0.2,
-        };
+        let tracker = Tracker { run: folder.clone(), games: 2, playouts: 4, device: Device::Cpu, share: 0.2 };
         assert_eq!(tracker.anchor(), "material@4");
         tracker.measure(1).unwrap();
         tracker.measure(2).unwrap();
@@ -267,22 +244,15 @@ mod tests {
         assert!(eval.iter().all(|r| (r.a_steps, r.b_steps) == (None, None)));
 
         // strength.csv summarises the recorded games with the arena's paired Elo.
-        let csv = std::fs::read_to_string(&tracker.out).unwrap();
-        let lines: Vec<&str> = csv.lines().collect();
-        assert_eq!(lines[0], HEADER);
-        for (line, (version, steps, games)) in lines[1..].iter().zip([(1, 10, &first), (2, 20, &second)]) {
-            let fields: Vec<&str> = line.split(',').collect();
-            assert_eq!(fields[..2], [version.to_string(), steps.to_string()], "{csv}");
-            assert_eq!(fields[3], "material@4", "{csv}");
-            let record: Vec<u32> = fields[4..7].iter().map(|f| f.parse().unwrap()).collect();
-            let points = f64::from(record[0]) + f64::from(record[1]) / 2.0;
-            assert_eq!(points, games.iter().map(|r| r.a_score).sum::<f64>(), "{csv}");
-            assert_eq!(fields[8], format!("{:.1}", pair_elo(games)), "{csv}");
+        let summaries = RowReader::<StrengthRow>::new(folder.strength_csv()).read_all().unwrap();
+        assert_eq!(summaries.len(), 2, "{summaries:?}");
+        for (row, (version, steps, games)) in summaries.iter().zip([(1, 10, &first), (2, 20, &second)]) {
+            assert_eq!((row.version, row.steps, row.opponent.as_str()), (version, steps, "material@4"), "{row:?}");
+            let points = f64::from(row.wins) + f64::from(row.draws) / 2.0;
+            assert_eq!(points, games.iter().map(|r| r.a_score).sum::<f64>(), "{row:?}");
+            assert_eq!(format!("{:.1}", row.elo), format!("{:.1}", pair_elo(games)), "{row:?}");
         }
-        assert_eq!(measured(&tracker.out), BTreeSet::from([1, 2]));
-        let plot = run.path().join("strength.svg");
-        crate::plot::strength(&tracker.out, &plot, None).unwrap();
-        assert!(std::fs::read_to_string(&plot).unwrap().contains("material@4"));
+        assert_eq!(measured(&folder.strength_csv()).unwrap(), BTreeSet::from([1, 2]));
 
         // The ladder takes each game once (strength.csv's matches are in the table) and rates the
         // tracker's players and eval's together, the anchor at 0.

@@ -4,9 +4,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{ArgMatches, Args};
 use xqz_dataset::DatasetLocation;
+use xqz_run_folder::RunFolder;
 use xqz_trainer::{GrpcPublisher, Publisher, TrainSettings, TrainerMetrics, train};
 
 use crate::settings::SettingsFile;
@@ -24,11 +25,15 @@ pub struct TrainArgs {
     /// The coordinator's dataset: its folder (`<coordinator data>/dataset`) or the object store
     /// prefix it was given as --dataset (`s3://bucket/prefix`; credentials and endpoint from the
     /// AWS_* variables).
-    #[arg(long, value_parser = DatasetLocation::parse)]
-    data: DatasetLocation,
-    /// The run folder: checkpoints and metrics.csv; an existing one is resumed.
+    #[arg(long, value_parser = DatasetLocation::parse, required_unless_present = "run_folder", conflicts_with = "run_folder")]
+    data: Option<DatasetLocation>,
+    /// The trainer's folder: checkpoints and metrics.csv; an existing one is resumed.
+    #[arg(long, required_unless_present = "run_folder", conflicts_with = "run_folder")]
+    run: Option<PathBuf>,
+    /// A run folder of `xqz run`, instead of --data, --run and --settings: the dataset of its
+    /// coordinator, its trainer/ folder and its settings.toml.
     #[arg(long)]
-    run: PathBuf,
+    run_folder: Option<PathBuf>,
     /// Copy every checkpoint and metrics.csv to this folder or object store prefix
     /// (`s3://bucket/prefix`, ...) as they are written; a run folder without checkpoints resumes
     /// from the backup's latest, so a trainer whose disk does not outlive it loses nothing.
@@ -38,7 +43,7 @@ pub struct TrainArgs {
     device: crate::model::DeviceArg,
     /// A settings file (TOML; its [train] section), such as a run folder's settings.toml; flags
     /// given on the command line override it.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "run_folder")]
     settings: Option<PathBuf>,
     #[command(flatten)]
     train: TrainSettings,
@@ -51,10 +56,23 @@ pub struct TrainArgs {
     metrics: Option<std::net::SocketAddr>,
 }
 
+impl TrainArgs {
+    /// The dataset, the trainer's folder and the settings file: those of the run folder, or
+    /// those given (clap requires one or the other).
+    fn places(&self) -> Result<(DatasetLocation, PathBuf, Option<PathBuf>)> {
+        if let Some(run) = self.run_folder.as_deref().map(RunFolder::new) {
+            let dataset = DatasetLocation::Local(run.dataset_dir());
+            return Ok((dataset, run.trainer().root().to_path_buf(), Some(run.settings_file())));
+        }
+        let data = self.data.clone().context("--data or --run-folder")?;
+        Ok((data, self.run.clone().context("--run or --run-folder")?, self.settings.clone()))
+    }
+}
+
 pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
-    let settings = SettingsFile::role(args.settings.as_deref(), |f| f.train, &args.train, given)?;
-    let mut config =
-        settings.trainer_config(args.data.clone(), args.run.clone(), args.device.resolve()?, args.max_steps)?;
+    let (data, folder, settings_file) = args.places()?;
+    let settings = SettingsFile::role(settings_file.as_deref(), |f| f.train, &args.train, given)?;
+    let mut config = settings.trainer_config(data, folder, args.device.resolve()?, args.max_steps)?;
     config.backup = args.backup.clone();
     let mut publisher: Box<dyn Publisher> = Box::new(GrpcPublisher::new(
         &args.coordinator,
@@ -90,4 +108,35 @@ pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
         tracing::info!(step = r.step, model_version = r.model_version, "stopped");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use clap::Parser;
+
+    use super::*;
+
+    /// `xqz train`'s arguments alone.
+    #[derive(Parser)]
+    struct Train {
+        #[command(flatten)]
+        args: TrainArgs,
+    }
+
+    fn parse(flags: &[&str]) -> Result<Train, clap::Error> {
+        Train::try_parse_from(["train", "--coordinator", "http://127.0.0.1:1"].iter().chain(flags))
+    }
+
+    #[test]
+    fn a_run_folder_stands_for_the_dataset_the_trainer_folder_and_the_settings() {
+        let (data, folder, settings) = parse(&["--run-folder", "runs/a"]).unwrap().args.places().unwrap();
+        assert!(matches!(&data, DatasetLocation::Local(p) if p == Path::new("runs/a/coordinator/dataset")), "{data:?}");
+        assert_eq!((folder, settings), ("runs/a/trainer".into(), Some("runs/a/settings.toml".into())));
+        let (_, folder, settings) = parse(&["--data", "d", "--run", "t"]).unwrap().args.places().unwrap();
+        assert_eq!((folder, settings), ("t".into(), None));
+        assert!(parse(&["--run-folder", "runs/a", "--data", "d"]).is_err(), "one or the other");
+        assert!(parse(&["--data", "d"]).is_err(), "--run is needed without a run folder");
+    }
 }

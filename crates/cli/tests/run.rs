@@ -51,13 +51,14 @@ fn the_local_pipeline_publishes_models_that_workers_play() {
     let (_, meta) = xqz_net::checkpoint::load(&latest, xqz_net::Device::Cpu, None).unwrap();
     assert!(meta.info.training_steps >= 20 && meta.info.model_version >= 2, "{:?}", meta.info);
     assert!(dir.join("losses.svg").exists());
-    let strength = std::fs::read_to_string(dir.join("strength.csv")).expect("strength matches were played");
+    let run = xqz_run_folder::RunFolder::new(&dir);
+    assert!(run.started().is_some(), "a new run notes when it began");
+    let rows = xqz_run_folder::RowReader::<xqz_run_folder::StrengthRow>::new(run.strength_csv()).read_all().unwrap();
     // Each measured model played the anchor, the material searcher at the match playouts.
-    let rows: Vec<Vec<&str>> = strength.lines().skip(1).map(|l| l.split(',').collect()).collect();
-    assert!(!rows.is_empty() && rows.iter().all(|r| r.len() == 11 && r[3] == "material@8"), "{strength}");
+    assert!(!rows.is_empty() && rows.iter().all(|r| r.opponent == "material@8"), "strength matches: {rows:?}");
     // The strength matches' games are in the run's evaluation table, as `xqz eval match` records.
     let games = xqz_arena::records::read_games(&dir).unwrap();
-    let first = format!("v{}", rows[0][0]);
+    let first = format!("v{}", rows[0].version);
     assert_eq!(games.iter().filter(|g| g.a == first && g.b == "material@8").count(), 2, "{games:?}");
     assert!(dir.join("strength.svg").exists());
 }

@@ -15,9 +15,7 @@
 //! `available: false` without one. Errors are [`ApiError`] with a 4xx or 5xx status.
 
 use std::collections::VecDeque;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,11 +25,12 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use xiangqi::notation::Chinese;
 use xqz_dataset::{GameId, GameRecord};
 use xqz_proto::v1::ModelAnnouncement;
+use xqz_run_folder::{MetricsRow, Row, RowError, RowReader, RunFolder, StrengthRow};
 
 use crate::service::{self, lock, now_ms, read};
 use crate::store::RECENT_GAMES;
@@ -185,25 +184,6 @@ pub struct GameView {
     pub moves: Vec<MoveView>,
 }
 
-/// One row of the trainer's `metrics.csv` (the columns the dashboard reads; the file has more).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TrainingPoint {
-    /// Steps taken.
-    pub step: u64,
-    /// Samples trained on in all.
-    pub samples_seen: u64,
-    /// Policy loss.
-    pub policy_loss: f64,
-    /// Value loss.
-    pub value_loss: f64,
-    /// Learning rate.
-    pub learning_rate: f64,
-    /// Training samples per second.
-    pub samples_per_second: f64,
-    /// The latest published model version at that step.
-    pub model_version: u64,
-}
-
 /// `GET /api/training`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Training {
@@ -212,7 +192,7 @@ pub struct Training {
     /// Rows in the file (read so far).
     pub rows: u64,
     /// Every k-th row and the last, in step order, at most 1000.
-    pub points: Vec<TrainingPoint>,
+    pub points: Vec<MetricsRow>,
 }
 
 /// One strength match of a model against the anchor, a row of `strength.csv`.
@@ -267,22 +247,21 @@ type Answer<T> = Result<Json<T>, Failure>;
 /// What the handlers share.
 struct Dashboard {
     state: Arc<service::State>,
-    run_folder: Option<PathBuf>,
     started_ms: i64,
     rates: Mutex<Rates>,
-    training: Mutex<CsvTail<TrainingPoint>>,
-    strength: Mutex<CsvTail<StrengthRow>>,
+    training: Mutex<Option<CsvTail<MetricsRow>>>,
+    strength: Mutex<Option<CsvTail<StrengthRow>>>,
 }
 
 /// The dashboard's routes.
 pub(crate) fn routes(state: Arc<service::State>, run_folder: Option<PathBuf>) -> Router {
+    let run_folder = run_folder.map(RunFolder::new);
     let shared = Dashboard {
         state,
-        run_folder,
+        training: Mutex::new(run_folder.as_ref().map(|run| CsvTail::new(run.trainer().metrics_csv()))),
+        strength: Mutex::new(run_folder.as_ref().map(|run| CsvTail::new(run.strength_csv()))),
         started_ms: now_ms(),
         rates: Mutex::new(Rates::new(Instant::now())),
-        training: Mutex::default(),
-        strength: Mutex::default(),
     };
     Router::new()
         .route("/", get(page))
@@ -497,22 +476,6 @@ async fn game(State(dash): State<Arc<Dashboard>>, UrlPath(id): UrlPath<String>) 
     .await
 }
 
-/// A row of `strength.csv`, whose Elo columns read `inf` or `-inf` when unbounded.
-#[derive(Clone, Deserialize)]
-struct StrengthRow {
-    version: u64,
-    steps: u64,
-    published_unix: u64,
-    opponent: String,
-    wins: u32,
-    draws: u32,
-    losses: u32,
-    score: f64,
-    elo: f64,
-    elo_lower: f64,
-    elo_upper: f64,
-}
-
 impl From<StrengthRow> for StrengthPoint {
     fn from(r: StrengthRow) -> StrengthPoint {
         let finite = |x: f64| x.is_finite().then_some(x);
@@ -532,12 +495,10 @@ impl From<StrengthRow> for StrengthPoint {
     }
 }
 
-/// An append-only CSV file with a header, read from where the last read stopped, its rows
-/// thinned to every `stride`-th (doubling as needed) so that at most [`MAX_POINTS`] stay.
+/// A CSV file of the run folder, read from where the last read stopped, its rows thinned to
+/// every `stride`-th (doubling as needed) so that at most [`MAX_POINTS`] stay.
 struct CsvTail<R> {
-    /// Bytes read: up to the end of the last complete line.
-    offset: u64,
-    header: Option<csv::StringRecord>,
+    reader: RowReader<R>,
     /// (row index, row) of the kept rows.
     kept: Vec<(u64, R)>,
     last: Option<R>,
@@ -545,48 +506,18 @@ struct CsvTail<R> {
     stride: u64,
 }
 
-impl<R> Default for CsvTail<R> {
-    fn default() -> CsvTail<R> {
-        CsvTail { offset: 0, header: None, kept: Vec::new(), last: None, rows: 0, stride: 1 }
+impl<R: Row + Clone> CsvTail<R> {
+    fn new(path: PathBuf) -> CsvTail<R> {
+        CsvTail { reader: RowReader::new(path), kept: Vec::new(), last: None, rows: 0, stride: 1 }
     }
-}
 
-impl<R: DeserializeOwned + Clone> CsvTail<R> {
-    /// Reads what was appended to `path` since the last call (starting over if the file
-    /// shrank: another run's file). A missing file holds no rows yet.
-    fn update(&mut self, path: &Path) -> Result<(), String> {
-        let failed = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
-        let mut file = match File::open(path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                *self = CsvTail::default();
-                return Ok(());
-            }
-            Err(e) => return Err(failed(&e)),
-        };
-        let len = file.metadata().map_err(|e| failed(&e))?.len();
-        if len < self.offset {
-            *self = CsvTail::default();
+    /// Reads what was appended since the last call, at most [`MAX_CSV_READ`] bytes of it.
+    fn update(&mut self) -> Result<(), RowError> {
+        let appended = self.reader.read_appended(MAX_CSV_READ)?;
+        if appended.restarted {
+            (self.kept, self.last, self.rows, self.stride) = (Vec::new(), None, 0, 1);
         }
-        let mut chunk = Vec::new();
-        file.seek(SeekFrom::Start(self.offset))
-            .and_then(|_| file.take(MAX_CSV_READ).read_to_end(&mut chunk))
-            .map_err(|e| failed(&e))?;
-        // A line being written is read once it is complete.
-        chunk.truncate(chunk.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1));
-        let mut header = self.header.clone();
-        let mut rows = Vec::new();
-        for record in csv::ReaderBuilder::new().has_headers(false).from_reader(chunk.as_slice()).records() {
-            let record = record.map_err(|e| failed(&e))?;
-            match &header {
-                None => header = Some(record),
-                Some(names) => rows.push(record.deserialize::<R>(Some(names)).map_err(|e| failed(&e))?),
-            }
-        }
-        // Committed only once the whole chunk parsed, so that a bad line is reported each time.
-        self.offset += chunk.len() as u64;
-        self.header = header;
-        for row in rows {
+        for row in appended.rows {
             self.push(row);
         }
         Ok(())
@@ -613,21 +544,21 @@ impl<R: DeserializeOwned + Clone> CsvTail<R> {
     }
 }
 
-/// `file` of the run folder, read up to date: its row count and points; `None` without a run folder.
-fn read_curve<R, P>(dash: &Dashboard, tail: &Mutex<CsvTail<R>>, file: &str) -> Result<Option<(u64, Vec<P>)>, Failure>
+/// A file of the run folder, read up to date: its row count and points; `None` without a run folder.
+fn read_curve<R, P>(tail: &Mutex<Option<CsvTail<R>>>) -> Result<Option<(u64, Vec<P>)>, Failure>
 where
-    R: DeserializeOwned + Clone,
+    R: Row + Clone,
     P: From<R>,
 {
-    let Some(folder) = &dash.run_folder else { return Ok(None) };
     let mut tail = lock(tail);
-    tail.update(&folder.join(file)).map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e))?;
+    let Some(tail) = tail.as_mut() else { return Ok(None) };
+    tail.update().map_err(|e| Failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
     Ok(Some((tail.rows, tail.points())))
 }
 
 async fn training(State(dash): State<Arc<Dashboard>>) -> Answer<Training> {
     blocking(move || {
-        Ok(match read_curve(&dash, &dash.training, "trainer/metrics.csv")? {
+        Ok(match read_curve(&dash.training)? {
             Some((rows, points)) => Training { available: true, rows, points },
             None => Training { available: false, rows: 0, points: Vec::new() },
         })
@@ -637,7 +568,7 @@ async fn training(State(dash): State<Arc<Dashboard>>) -> Answer<Training> {
 
 async fn strength(State(dash): State<Arc<Dashboard>>) -> Answer<Strength> {
     blocking(move || {
-        Ok(match read_curve(&dash, &dash.strength, "strength.csv")? {
+        Ok(match read_curve(&dash.strength)? {
             Some((rows, points)) => Strength { available: true, rows, points },
             None => Strength { available: false, rows: 0, points: Vec::new() },
         })
@@ -650,26 +581,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_growing_csv_is_read_in_pieces_and_thinned() {
+    fn a_growing_csv_is_thinned_and_keeps_its_last_row() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("strength.csv");
-        let row = |v: u64| format!("{v},{},0,material@8,1,0,1,0.5,0.0,-100.5,inf\n", v * 10);
-        let mut tail = CsvTail::<StrengthRow>::default();
-        tail.update(&path).unwrap();
+        let row = |version: u64| StrengthRow { version, elo_upper: f64::INFINITY, ..StrengthRow::default() };
+        let mut tail = CsvTail::<StrengthRow>::new(path.clone());
+        tail.update().unwrap();
         assert_eq!(tail.rows, 0, "a missing file has no rows");
-        let header = "version,steps,published_unix,opponent,wins,draws,losses,score,elo,elo_lower,elo_upper\n";
-        // The last line is still being written.
-        std::fs::write(&path, format!("{header}{}1,2", row(1))).unwrap();
-        tail.update(&path).unwrap();
+        let mut writer = xqz_run_folder::RowWriter::open(&path).unwrap();
+        writer.append(&row(1)).unwrap();
+        tail.update().unwrap();
         let points: Vec<StrengthPoint> = tail.points();
-        assert_eq!(points.len(), 1);
-        assert_eq!((points[0].elo, points[0].elo_lower, points[0].elo_upper), (Some(0.0), Some(-100.5), None));
-        let mut text = format!("{header}{}", row(1));
-        for v in 2..=2500 {
-            text.push_str(&row(v));
+        assert_eq!((points[0].elo, points[0].elo_upper), (Some(0.0), None), "an unbounded Elo is null");
+        for version in 2..=2500 {
+            writer.append(&row(version)).unwrap();
         }
-        std::fs::write(&path, &text).unwrap();
-        tail.update(&path).unwrap();
+        tail.update().unwrap();
         let points: Vec<StrengthPoint> = tail.points();
         assert_eq!(tail.rows, 2500);
         assert!(points.len() <= MAX_POINTS, "{}", points.len());
@@ -678,13 +605,14 @@ mod tests {
         assert_eq!(points.last().unwrap().version, 2500, "the last row is always shown");
         assert!(points.windows(2).all(|w| w[0].version < w[1].version));
 
-        std::fs::write(&path, format!("{header}{}", row(7))).unwrap();
-        tail.update(&path).unwrap();
-        assert_eq!(tail.rows, 1, "a shorter file is another file");
-        std::fs::write(&path, format!("{header}{}x,y\n", row(7))).unwrap();
-        let error = tail.update(&path).unwrap_err();
+        drop(writer);
+        std::fs::remove_file(&path).unwrap();
+        xqz_run_folder::RowWriter::open(&path).unwrap().append(&row(7)).unwrap();
+        tail.update().unwrap();
+        assert_eq!(tail.rows, 1, "another file starts over");
+        std::fs::write(&path, "version,elo\n7,120\n").unwrap();
+        let error = tail.update().unwrap_err().to_string();
         assert!(error.contains("strength.csv"), "{error}");
-        assert!(tail.update(&path).is_err(), "a bad line stays reported");
     }
 
     #[test]

@@ -2,8 +2,7 @@
 //! metadata, rewritten to name the stored file and version) and `registry.json`, each written
 //! atomically; new models are announced to watchers through a broadcast channel.
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -105,14 +104,9 @@ pub(crate) struct Registry {
     announce: broadcast::Sender<ModelAnnouncement>,
 }
 
-/// Writes `bytes` to `path` through a temporary file, fsynced and renamed, then fsyncs the folder.
+/// Writes `bytes` to `path` whole or not at all ([`xqz_run_folder::write_atomic`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CoordinatorError> {
-    let tmp = path.with_extension("tmp");
-    let mut file = File::create(&tmp).at(&tmp)?;
-    file.write_all(bytes).and_then(|()| file.sync_all()).at(&tmp)?;
-    fs::rename(&tmp, path).at(path)?;
-    let dir = path.parent().unwrap_or(Path::new("."));
-    File::open(dir).and_then(|d| d.sync_all()).at(dir)
+    xqz_run_folder::write_atomic(path, bytes).map_err(|e| CoordinatorError::Io { path: e.path, source: e.source })
 }
 
 fn corrupt(path: &Path, message: String) -> CoordinatorError {

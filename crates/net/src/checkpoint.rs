@@ -32,6 +32,7 @@ use safetensors::SafeTensors;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tch::{Device, Kind, Tensor};
+use xqz_run_folder::{IoError, write_atomic_with};
 
 use crate::config::{ModelConfig, TrainConfig};
 use crate::encoding::ENCODING_VERSION;
@@ -180,6 +181,12 @@ pub enum CheckpointError {
 
 type Result<T> = std::result::Result<T, CheckpointError>;
 
+impl From<IoError> for CheckpointError {
+    fn from(e: IoError) -> CheckpointError {
+        CheckpointError::Io { path: e.path, source: e.source }
+    }
+}
+
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
     move |source| CheckpointError::Io { path: path.to_path_buf(), source }
 }
@@ -187,18 +194,6 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CheckpointError + '_ {
 fn sibling(meta_path: &Path, suffix: &str) -> PathBuf {
     let stem = meta_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     meta_path.with_file_name(format!("{stem}{suffix}"))
-}
-
-/// Writes `bytes` to `path` through a synced temporary file and a rename.
-fn write_atomic(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
-    let tmp = path.with_extension(format!("{}.tmp", path.extension().and_then(|e| e.to_str()).unwrap_or("")));
-    write(&tmp)?;
-    File::open(&tmp).and_then(|f| f.sync_all()).map_err(io(&tmp))?;
-    fs::rename(&tmp, path).map_err(io(path))?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        File::open(dir).and_then(|d| d.sync_all()).map_err(io(dir))?;
-    }
-    Ok(())
 }
 
 fn digest(path: &Path, bytes: &[u8]) -> FileDigest {
@@ -213,7 +208,7 @@ fn digest(path: &Path, bytes: &[u8]) -> FileDigest {
 fn write_tensors(path: &Path, tensors: &BTreeMap<String, Tensor>) -> Result<FileDigest> {
     let named: Vec<(&str, Tensor)> =
         tensors.iter().map(|(name, t)| (name.as_str(), t.to_device(Device::Cpu).contiguous())).collect();
-    write_atomic(path, |tmp| {
+    write_atomic_with(path, |tmp| {
         Tensor::write_safetensors(&named, tmp)
             .map_err(|source| CheckpointError::Torch { path: tmp.to_path_buf(), source })
     })?;
@@ -321,7 +316,7 @@ fn write_meta(
         optimizer,
     };
     let json = serde_json::to_string_pretty(&meta).expect("metadata serialises");
-    write_atomic(path, |tmp| {
+    write_atomic_with(path, |tmp| {
         let mut file = File::create(tmp).map_err(io(tmp))?;
         file.write_all(json.as_bytes()).and_then(|()| file.write_all(b"\n")).map_err(io(tmp))
     })?;

@@ -39,7 +39,7 @@ pub use data::{DataError, Targets, TrainingData};
 #[cfg(feature = "torch")]
 pub use metrics::TrainerMetrics;
 #[cfg(feature = "torch")]
-pub use publish::{GrpcPublisher, PublishError};
+pub use publish::{GrpcPublisher, PublishError, Publisher};
 #[cfg(feature = "torch")]
-pub use run::{Publisher, RunError, StepReport, TrainerConfig, latest_checkpoint, train};
+pub use run::{RunError, TrainerConfig, latest_checkpoint, train};
 pub use settings::{TrainSettings, TrainSettingsError};

@@ -1,13 +1,14 @@
-//! The trainer's Prometheus metrics: the latest [`StepReport`] as gauges, for `xqz train
+//! The trainer's Prometheus metrics: the latest row of `metrics.csv` ([`MetricsRow`]) as gauges, for `xqz train
 //! --metrics ADDR` (served by [`xqz_metrics::Server`]).
 //!
 //! ```
 //! use xqz_metrics::Registry;
-//! use xqz_trainer::{StepReport, TrainerMetrics};
+//! use xqz_run_folder::MetricsRow;
+//! use xqz_trainer::TrainerMetrics;
 //!
 //! let mut registry = Registry::default();
 //! let metrics = TrainerMetrics::register(&mut registry);
-//! metrics.observe(&StepReport {
+//! metrics.observe(&MetricsRow {
 //!     step: 12, samples_seen: 3072, dataset_samples: 9000, window: 9000, policy_loss: 2.5,
 //!     value_loss: 0.75, learning_rate: 0.02, samples_per_second: 640.0, model_version: 3,
 //! });
@@ -17,7 +18,7 @@
 
 use xqz_metrics::{FloatGauge, Gauge, Registry, register};
 
-use crate::StepReport;
+use xqz_run_folder::MetricsRow;
 
 /// Gauges of the trainer's progress (gauges, not counters: a resumed run starts at its
 /// checkpoint's step, not at 0).
@@ -56,12 +57,12 @@ impl TrainerMetrics {
     }
 
     /// Shows `report`.
-    pub fn observe(&self, report: &StepReport) {
+    pub fn observe(&self, report: &MetricsRow) {
         let int = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
         self.step.set(int(report.step));
         self.samples_seen.set(int(report.samples_seen));
         self.dataset_samples.set(int(report.dataset_samples));
-        self.window.set(int(report.window as u64));
+        self.window.set(int(report.window));
         self.policy_loss.set(report.policy_loss);
         self.value_loss.set(report.value_loss);
         self.learning_rate.set(report.learning_rate);

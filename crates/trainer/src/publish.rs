@@ -9,7 +9,11 @@ use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::publish_model_chunk::Part;
 use xqz_proto::v1::{PublishHeader, PublishModelChunk};
 
-use crate::run::Publisher;
+/// Where published models go (the coordinator, or nowhere in a local test).
+pub trait Publisher {
+    /// Publishes the checkpoint whose metadata is at `path`; returns its model version.
+    fn publish(&mut self, path: &Path) -> Result<u64, PublishError>;
+}
 
 /// Bytes per uploaded chunk.
 const CHUNK: usize = 1 << 20;

@@ -11,8 +11,7 @@
 //! checkpoints starts from the backup's latest: a trainer on a disk that does not outlive it (a
 //! pod's `emptyDir`, another node) resumes where the last one stopped.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -22,16 +21,17 @@ use xqz_net::{
     CheckpointError, Device, DeviceBatch, ModelConfig, Network, StepLosses, TrainConfig, TrainError, Trainer,
     checkpoint,
 };
+use xqz_run_folder::{IoError, MetricsRow, RowError, RowWriter, TrainerFolder, write_atomic};
 
 use crate::data::{DataError, Targets, TrainingData};
-use crate::publish::PublishError;
+use crate::publish::{PublishError, Publisher};
 
 /// How the trainer trains.
 #[derive(Clone, Debug)]
 pub struct TrainerConfig {
     /// The dataset the coordinator writes: a folder or an object store prefix.
     pub data: DatasetLocation,
-    /// The run folder (checkpoints, metrics).
+    /// The trainer's folder (checkpoints, metrics).
     pub run: PathBuf,
     /// Where checkpoints and metrics are backed up and resumed from when the run folder has none.
     pub backup: Option<DatasetLocation>,
@@ -73,35 +73,6 @@ pub struct TrainerConfig {
     pub start_from: Option<PathBuf>,
 }
 
-/// Where published models go (the coordinator, or nowhere in a local test).
-pub trait Publisher {
-    /// Publishes the checkpoint whose metadata is at `path`; returns its model version.
-    fn publish(&mut self, path: &Path) -> Result<u64, PublishError>;
-}
-
-/// One row of `metrics.csv`: where training is, and the mean losses since the previous row.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StepReport {
-    /// Steps taken in all.
-    pub step: u64,
-    /// Samples trained on in all.
-    pub samples_seen: u64,
-    /// Samples in the dataset.
-    pub dataset_samples: u64,
-    /// Samples in the replay window.
-    pub window: usize,
-    /// Mean policy loss of the steps since the previous row.
-    pub policy_loss: f64,
-    /// Mean value loss of the steps since the previous row.
-    pub value_loss: f64,
-    /// Learning rate used.
-    pub learning_rate: f64,
-    /// Training samples per second since the previous row.
-    pub samples_per_second: f64,
-    /// Latest published model version.
-    pub model_version: u64,
-}
-
 /// Why training stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -117,6 +88,9 @@ pub enum RunError {
     /// A checkpoint could not be written or read.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// `metrics.csv` could not be read or appended to.
+    #[error(transparent)]
+    Metrics(#[from] RowError),
     /// The run folder could not be written.
     #[error("run folder {path}: {source}")]
     Io {
@@ -151,12 +125,15 @@ pub enum RunError {
     },
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
-    move |source| RunError::Io { path: path.to_path_buf(), source }
+impl From<IoError> for RunError {
+    fn from(e: IoError) -> RunError {
+        RunError::Io { path: e.path, source: e.source }
+    }
 }
 
-const METRICS_HEADER: &str =
-    "step,samples_seen,dataset_samples,window,policy_loss,value_loss,learning_rate,samples_per_second,model_version";
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| IoError::at(path)(source).into()
+}
 
 fn learning_rate(schedule: &[(u64, f64)], step: u64, default: f64) -> f64 {
     schedule.iter().take_while(|(from, _)| *from <= step).last().map_or(default, |&(_, lr)| lr)
@@ -164,23 +141,22 @@ fn learning_rate(schedule: &[(u64, f64)], step: u64, default: f64) -> f64 {
 
 /// The latest checkpoint of a run folder, if any.
 pub fn latest_checkpoint(run: &Path) -> Option<PathBuf> {
-    let dir = run.join("checkpoints");
-    let name = fs::read_to_string(dir.join("latest")).ok()?;
-    Some(dir.join(name.trim()))
+    let folder = TrainerFolder::new(run);
+    let name = fs::read_to_string(folder.latest_file()).ok()?;
+    Some(folder.checkpoints_dir().join(name.trim()))
 }
 
 fn save_checkpoint(trainer: &Trainer, run: &Path, model_version: u64) -> Result<PathBuf, RunError> {
-    let dir = run.join("checkpoints");
+    let folder = TrainerFolder::new(run);
+    let dir = folder.checkpoints_dir();
     fs::create_dir_all(&dir).map_err(io(&dir))?;
-    let name = format!("step-{:08}.json", trainer.info().training_steps);
+    let name = TrainerFolder::checkpoint_name(trainer.info().training_steps);
     let path = dir.join(&name);
     trainer.save(&path, model_version)?;
-    write_synced(&dir.join("latest"), name.as_bytes())?;
+    write_atomic(&folder.latest_file(), name.as_bytes())?;
     Ok(path)
 }
 
-/// The files of the checkpoint whose metadata is `name`, beside it: weights, optimizer state
-/// (when saved), metadata last.
 /// Publishes the checkpoint at `path`, then saves it again naming the version it was published
 /// as; returns that version and the checkpoint.
 fn publish(
@@ -193,6 +169,8 @@ fn publish(
     Ok((version, save_checkpoint(trainer, run, version)?))
 }
 
+/// The files of the checkpoint whose metadata is `name`, beside it: weights, optimizer state
+/// (when saved), metadata last.
 fn checkpoint_files(name: &str) -> [String; 3] {
     let stem = name.strip_suffix(".json").unwrap_or(name);
     [format!("{stem}.safetensors"), format!("{stem}.optimizer.safetensors"), name.to_string()]
@@ -212,9 +190,9 @@ fn back_up(backup: &DatasetLocation, path: &Path, metrics: &Path) -> Result<(), 
             Err(source) => return Err(RunError::Io { path: local, source }),
         }
     }
-    files.push(("latest".into(), name.as_bytes().to_vec()));
+    files.push((TrainerFolder::LATEST.into(), name.as_bytes().to_vec()));
     match fs::read(metrics) {
-        Ok(bytes) => files.push(("metrics.csv".into(), bytes)),
+        Ok(bytes) => files.push((TrainerFolder::METRICS_CSV.into(), bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(source) => return Err(RunError::Io { path: metrics.to_path_buf(), source }),
     }
@@ -233,7 +211,7 @@ fn restore(backup: &DatasetLocation, run: &Path) -> Result<Option<PathBuf>, RunE
         return Ok(None);
     }
     let error = &backup_error(backup);
-    let Some(latest) = backup.get_file("latest").map_err(error)? else { return Ok(None) };
+    let Some(latest) = backup.get_file(TrainerFolder::LATEST).map_err(error)? else { return Ok(None) };
     let name = String::from_utf8_lossy(&latest).trim().to_string();
     let well_formed = name
         .strip_prefix("step-")
@@ -243,11 +221,12 @@ fn restore(backup: &DatasetLocation, run: &Path) -> Result<Option<PathBuf>, RunE
         let message = format!("its latest names {name:?}, not a checkpoint (step-N.json)");
         return Err(RunError::BadBackup { location: backup.to_string(), message });
     }
-    let dir = run.join("checkpoints");
+    let folder = TrainerFolder::new(run);
+    let dir = folder.checkpoints_dir();
     fs::create_dir_all(&dir).map_err(io(&dir))?;
     for file in checkpoint_files(&name) {
         match backup.get_file(&file).map_err(error)? {
-            Some(bytes) => write_synced(&dir.join(&file), &bytes)?,
+            Some(bytes) => write_atomic(&dir.join(&file), &bytes)?,
             None if file.ends_with(".optimizer.safetensors") => {}
             None => {
                 let message = format!("its latest names {name}, but {file} is missing");
@@ -255,40 +234,27 @@ fn restore(backup: &DatasetLocation, run: &Path) -> Result<Option<PathBuf>, RunE
             }
         }
     }
-    let metrics = run.join("metrics.csv");
+    let metrics = folder.metrics_csv();
     if !metrics.exists()
-        && let Some(bytes) = backup.get_file("metrics.csv").map_err(error)?
+        && let Some(bytes) = backup.get_file(TrainerFolder::METRICS_CSV).map_err(error)?
     {
-        write_synced(&metrics, &bytes)?;
+        write_atomic(&metrics, &bytes)?;
     }
-    write_synced(&dir.join("latest"), name.as_bytes())?;
+    write_atomic(&folder.latest_file(), name.as_bytes())?;
     Ok(Some(dir.join(name)))
-}
-
-/// Writes `path` through a synced temporary file and a rename.
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), RunError> {
-    let tmp = path.with_extension("tmp");
-    fs::write(&tmp, bytes).and_then(|()| File::open(&tmp)?.sync_all()).map_err(io(&tmp))?;
-    fs::rename(&tmp, path).map_err(io(path))
 }
 
 /// `metrics.csv`, appended to a row at a time.
 struct MetricsLog {
-    file: File,
-    path: PathBuf,
+    rows: RowWriter<MetricsRow>,
     /// When the last row was written, and the samples seen then.
     last: (Instant, u64),
 }
 
 impl MetricsLog {
-    /// Opens the file for appending (with its header, if new).
+    /// Opens the file for appending.
     fn open(path: &Path, samples_seen: u64) -> Result<MetricsLog, RunError> {
-        let new_file = !path.exists();
-        let mut file = OpenOptions::new().create(true).append(true).open(path).map_err(io(path))?;
-        if new_file {
-            writeln!(file, "{METRICS_HEADER}").map_err(io(path))?;
-        }
-        Ok(MetricsLog { file, path: path.to_path_buf(), last: (Instant::now(), samples_seen) })
+        Ok(MetricsLog { rows: RowWriter::open(path)?, last: (Instant::now(), samples_seen) })
     }
 
     /// Whether a row is due at `samples_seen`.
@@ -303,14 +269,14 @@ impl MetricsLog {
         window: &ReplayWindow,
         losses: xqz_net::Losses,
         model_version: u64,
-    ) -> Result<StepReport, RunError> {
+    ) -> Result<MetricsRow, RunError> {
         let info = trainer.info();
         let secs = self.last.0.elapsed().as_secs_f64().max(1e-9);
-        let row = StepReport {
+        let row = MetricsRow {
             step: info.training_steps,
             samples_seen: info.samples_seen,
             dataset_samples: window.total_samples(),
-            window: window.len(),
+            window: window.len() as u64,
             policy_loss: losses.policy,
             value_loss: losses.value,
             learning_rate: trainer.config().learning_rate,
@@ -318,54 +284,19 @@ impl MetricsLog {
             model_version,
         };
         self.last = (Instant::now(), info.samples_seen);
-        writeln!(
-            self.file,
-            "{},{},{},{},{:.6},{:.6},{},{:.1},{}",
-            row.step,
-            row.samples_seen,
-            row.dataset_samples,
-            row.window,
-            row.policy_loss,
-            row.value_loss,
-            row.learning_rate,
-            row.samples_per_second,
-            row.model_version
-        )
-        .map_err(io(&self.path))?;
+        self.rows.append(&row)?;
         Ok(row)
     }
 }
 
-/// Batches prepared ahead of the step, on a thread of their own.
-const PREFETCH: usize = 2;
-
-/// Whether going from `before` to `after` samples passed a multiple of `every`.
-fn crossed(before: u64, after: u64, every: u64) -> bool {
-    before / every.max(1) != after / every.max(1)
-}
-
-/// Trains until `stop` is set or `max_steps` is reached; `on_report` sees every row written to
-/// `metrics.csv`. Returns the last.
-///
-/// A thread of its own turns replay batches into device batches ahead of the step, and the
-/// losses stay on the device until a row reports them, so that a GPU is not kept waiting
-/// for the host.
-pub fn train(
+/// The trainer and the latest model version of the folder's latest checkpoint, or of a new run
+/// (whose step 0 is saved, and published when it starts from a given model).
+fn resume_or_start(
     config: &TrainerConfig,
     publisher: &mut dyn Publisher,
-    stop: &AtomicBool,
-    mut on_report: impl FnMut(&StepReport),
-) -> Result<Option<StepReport>, RunError> {
-    fs::create_dir_all(&config.run).map_err(io(&config.run))?;
-    if let Some(backup) = &config.backup
-        && let Some(path) = restore(backup, &config.run)?
-    {
-        tracing::info!(checkpoint = %path.display(), backup = %backup, "resuming from the backup's latest checkpoint");
-    }
-    let metrics_path = config.run.join("metrics.csv");
-    // Every checkpoint goes to the backup once it is final (published, when it is published).
-    let copy_to_backup = |path: &Path| config.backup.as_ref().map_or(Ok(()), |b| back_up(b, path, &metrics_path));
-    let (mut trainer, mut model_version) = match latest_checkpoint(&config.run) {
+    copy_to_backup: &dyn Fn(&Path) -> Result<(), RunError>,
+) -> Result<(Trainer, u64), RunError> {
+    Ok(match latest_checkpoint(&config.run) {
         Some(path) => {
             let mut trainer = Trainer::resume(&path, config.device, Some(&config.model))?;
             trainer.set_average_samples(config.optimizer.average_samples);
@@ -390,7 +321,39 @@ pub fn train(
             copy_to_backup(&path)?;
             (trainer, version)
         }
-    };
+    })
+}
+
+/// Batches prepared ahead of the step, on a thread of their own.
+const PREFETCH: usize = 2;
+
+/// Whether going from `before` to `after` samples passed a multiple of `every`.
+fn crossed(before: u64, after: u64, every: u64) -> bool {
+    before / every.max(1) != after / every.max(1)
+}
+
+/// Trains until `stop` is set or `max_steps` is reached; `on_report` sees every row written to
+/// `metrics.csv`. Returns the last.
+///
+/// A thread of its own turns replay batches into device batches ahead of the step, and the
+/// losses stay on the device until a row reports them, so that a GPU is not kept waiting
+/// for the host.
+pub fn train(
+    config: &TrainerConfig,
+    publisher: &mut dyn Publisher,
+    stop: &AtomicBool,
+    mut on_report: impl FnMut(&MetricsRow),
+) -> Result<Option<MetricsRow>, RunError> {
+    fs::create_dir_all(&config.run).map_err(io(&config.run))?;
+    if let Some(backup) = &config.backup
+        && let Some(path) = restore(backup, &config.run)?
+    {
+        tracing::info!(checkpoint = %path.display(), backup = %backup, "resuming from the backup's latest checkpoint");
+    }
+    let metrics_path = TrainerFolder::new(&config.run).metrics_csv();
+    // Every checkpoint goes to the backup once it is final (published, when it is published).
+    let copy_to_backup = |path: &Path| config.backup.as_ref().map_or(Ok(()), |b| back_up(b, path, &metrics_path));
+    let (mut trainer, mut model_version) = resume_or_start(config, publisher, &copy_to_backup)?;
     let mut metrics = MetricsLog::open(&metrics_path, trainer.info().samples_seen)?;
     let replay = ReplayConfig {
         window: config.window,

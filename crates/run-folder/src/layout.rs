@@ -1,0 +1,196 @@
+//! Where each file of a run lives. `xqz run` makes the folder; each role is handed the part it
+//! writes (the coordinator its data folder, the trainer its own, each worker one) and knows
+//! nothing of the rest.
+
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::atomic::{IoError, write_atomic};
+
+/// A run folder, `runs/<name>/`:
+///
+/// ```text
+/// settings.toml         the run's settings (every role reads its sections)
+/// started_unix          when the run began, Unix seconds
+/// coordinator/          the coordinator's data folder: dataset/, models/, ...
+/// trainer/              the trainer's folder (see TrainerFolder)
+/// worker-N/             worker N's folder
+/// logs/                 ROLE.log of each role, settings.log, coordinator.ready
+/// strength.csv          the strength matches (StrengthRow)
+/// eval/                 their games, with every `xqz eval match --out` of the run
+/// losses.svg, strength.svg, ladder.svg   the plots
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunFolder {
+    root: PathBuf,
+}
+
+impl RunFolder {
+    /// The run folder at `root` (nothing is created).
+    pub fn new(root: impl Into<PathBuf>) -> RunFolder {
+        RunFolder { root: root.into() }
+    }
+
+    /// The folder itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Makes the folders the roles write into.
+    pub fn create(&self) -> Result<(), IoError> {
+        for dir in [self.coordinator_dir(), self.trainer().root().to_path_buf(), self.logs_dir()] {
+            std::fs::create_dir_all(&dir).map_err(IoError::at(&dir))?;
+        }
+        Ok(())
+    }
+
+    /// The run's settings.
+    pub fn settings_file(&self) -> PathBuf {
+        self.root.join("settings.toml")
+    }
+
+    /// The coordinator's data folder.
+    pub fn coordinator_dir(&self) -> PathBuf {
+        self.root.join("coordinator")
+    }
+
+    /// The games' dataset, inside the coordinator's data folder.
+    pub fn dataset_dir(&self) -> PathBuf {
+        self.coordinator_dir().join("dataset")
+    }
+
+    /// The published models (`vN.json`), inside the coordinator's data folder.
+    pub fn models_dir(&self) -> PathBuf {
+        self.coordinator_dir().join("models")
+    }
+
+    /// The trainer's folder.
+    pub fn trainer(&self) -> TrainerFolder {
+        TrainerFolder::new(self.root.join("trainer"))
+    }
+
+    /// Worker `index`'s folder.
+    pub fn worker_dir(&self, index: usize) -> PathBuf {
+        self.root.join(format!("worker-{index}"))
+    }
+
+    /// The logs.
+    pub fn logs_dir(&self) -> PathBuf {
+        self.root.join("logs")
+    }
+
+    /// The log of the role named `role` (`coordinator`, `trainer`, `worker-0`).
+    pub fn log(&self, role: &str) -> PathBuf {
+        self.logs_dir().join(format!("{role}.log"))
+    }
+
+    /// Where each change of the settings by `--override` is noted.
+    pub fn settings_log(&self) -> PathBuf {
+        self.logs_dir().join("settings.log")
+    }
+
+    /// The coordinator's [`Ready`](crate::Ready) file.
+    pub fn ready_file(&self) -> PathBuf {
+        self.logs_dir().join("coordinator.ready")
+    }
+
+    /// The strength matches' results ([`StrengthRow`](crate::StrengthRow)).
+    pub fn strength_csv(&self) -> PathBuf {
+        self.root.join("strength.csv")
+    }
+
+    /// The plot of the strength matches.
+    pub fn strength_svg(&self) -> PathBuf {
+        self.root.join("strength.svg")
+    }
+
+    /// The plot of the training losses.
+    pub fn losses_svg(&self) -> PathBuf {
+        self.root.join("losses.svg")
+    }
+
+    /// The plot of the ladder of the run's players.
+    pub fn ladder_svg(&self) -> PathBuf {
+        self.root.join("ladder.svg")
+    }
+
+    fn started_file(&self) -> PathBuf {
+        self.root.join("started_unix")
+    }
+
+    /// Notes that the run begins now, unless it has begun before: plots count hours from it.
+    pub fn record_start(&self) -> Result<(), IoError> {
+        if self.started_file().exists() {
+            return Ok(());
+        }
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_secs();
+        write_atomic(&self.started_file(), format!("{now}\n").as_bytes())
+    }
+
+    /// When the run began (Unix seconds), if it was noted: runs made before it was, and folders
+    /// not made by `xqz run`, have none.
+    pub fn started(&self) -> Option<u64> {
+        std::fs::read_to_string(self.started_file()).ok()?.trim().parse().ok()
+    }
+}
+
+/// A trainer's folder: `checkpoints/` (`step-N.json` with its weights and optimizer state,
+/// and `latest` naming the newest) and `metrics.csv` ([`MetricsRow`](crate::MetricsRow)). A
+/// backup of it holds the same names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrainerFolder {
+    root: PathBuf,
+}
+
+impl TrainerFolder {
+    /// The name of the metrics file, in the folder and in its backup.
+    pub const METRICS_CSV: &str = "metrics.csv";
+    /// The name of the file naming the newest checkpoint, in the folder and in its backup.
+    pub const LATEST: &str = "latest";
+
+    /// The trainer's folder at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> TrainerFolder {
+        TrainerFolder { root: root.into() }
+    }
+
+    /// The folder itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The metrics, a row now and then.
+    pub fn metrics_csv(&self) -> PathBuf {
+        self.root.join(Self::METRICS_CSV)
+    }
+
+    /// The checkpoints.
+    pub fn checkpoints_dir(&self) -> PathBuf {
+        self.root.join("checkpoints")
+    }
+
+    /// The file naming the newest checkpoint.
+    pub fn latest_file(&self) -> PathBuf {
+        self.checkpoints_dir().join(Self::LATEST)
+    }
+
+    /// The name of the checkpoint (its metadata file) after `steps` training steps.
+    pub fn checkpoint_name(steps: u64) -> String {
+        format!("step-{steps:08}.json")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_start_is_noted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunFolder::new(dir.path());
+        assert_eq!(run.started(), None);
+        std::fs::write(dir.path().join("started_unix"), "1700000000\n").unwrap();
+        run.record_start().unwrap();
+        assert_eq!(run.started(), Some(1_700_000_000), "a resumed run keeps its start");
+        assert_eq!(TrainerFolder::checkpoint_name(12), "step-00000012.json");
+    }
+}
