@@ -43,7 +43,7 @@ pub use backup::Restored;
 pub use error::CoordinatorError;
 pub use service::CoordinatorService;
 pub use settings::{SETTINGS_FILE, SettingsHistory};
-pub use validate::{check_request, validate_games};
+pub use validate::{Against, check_request, validate_games};
 pub use worker_ids::{KEY_FILE as WORKER_ID_KEY_FILE, WorkerIds};
 
 use crate::backup::Backup;

@@ -152,8 +152,8 @@ async fn with_timeout<T>(f: impl Future<Output = T>) -> T {
 #[tokio::test]
 async fn self_played_game_is_accepted_and_stored() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = SelfPlayConfig { playouts: 8, cheap_playouts: 4, threads: 1, ..Default::default() };
-    config.game.max_plies = Some(8);
+    let config = PlaySettings { playouts: 8, cheap_playouts: 4, max_plies: 8, ..PlaySettings::default() }
+        .self_play_config(1, 32, 0);
     let (_, subs) = self_played(&config, 2);
     let server = Server::start(dir.path(), PlaySettings { max_plies: 8, ..PlaySettings::default() }).await;
     let mut client = server.client(Some(TOKEN)).await;
@@ -351,7 +351,7 @@ async fn a_worker_searches_as_the_coordinator_says() {
         (config.search.mate_moves, config.playouts, config.policy_target),
         (1, 24, xqz_mcts::PolicyTarget::QSoftmax)
     );
-    assert_eq!(config.game.max_plies, Some(2));
+    assert_eq!(config.game_config().max_plies, Some(2));
     server.stop().await;
 }
 
