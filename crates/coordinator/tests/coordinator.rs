@@ -18,6 +18,7 @@ use xqz_mcts::{MaterialEvaluator, SelfPlayConfig, self_play};
 use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::*;
+use xqz_proto::wire::GameStamp;
 use xqz_worker::WorkerMetrics;
 use xqz_worker::remote::{ModelHost, RemoteConfig, Session};
 
@@ -138,8 +139,14 @@ fn self_played(config: &SelfPlayConfig, count: u64) -> (Vec<xqz_mcts::SelfPlayGa
     let subs = games
         .iter()
         .map(|g| {
-            let (record, samples) = xqz_worker::to_records(g, 0, "w").unwrap();
-            xqz_proto::wire::encode_game(&record, &samples)
+            // As a worker stamps a game: a fresh random id, the model, no times.
+            let stamp = GameStamp {
+                game_id: xqz_dataset::GameId::from_u128(rand::random()),
+                model_version: 0,
+                start_time_ms: 0,
+                end_time_ms: 0,
+            };
+            xqz_proto::wire::encode_self_play(g, &stamp).unwrap()
         })
         .collect();
     (games, subs)

@@ -516,4 +516,90 @@ mod tests {
         wire.playouts = 0;
         assert!(settings_from_wire(&wire).unwrap_err().to_string().contains("playouts"));
     }
+
+    /// A two-move game, each search with all of its policy on the move played.
+    fn submission() -> v1::GameSubmission {
+        let code = |text: &str| move_code(text.parse().unwrap());
+        let moves = vec![code("h2e2"), code("h9g7")];
+        v1::GameSubmission {
+            game_id: vec![7; 16],
+            start_fen: xiangqi::START_FEN.into(),
+            plies: moves
+                .iter()
+                .map(|&m| v1::PlySearch {
+                    policy_moves: vec![m, code("a0a1")],
+                    policy_probs: vec![0.75, 0.25],
+                    root_wdl: vec![0.2, 0.6, 0.2],
+                    full_search: true,
+                })
+                .collect(),
+            moves,
+            result: "draw".into(),
+            reason: "max_length".into(),
+            model_version: 2,
+            settings_version: 4,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_stored_game_decodes_to_what_it_holds() {
+        use rand::SeedableRng;
+        use xqz_dataset::synthetic::{SyntheticConfig, random_game};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+        for id in 0..10 {
+            let (game, samples) = random_game(&mut rng, id, &SyntheticConfig::default());
+            let decoded = decode_game(&encode_game(&game, &samples)).unwrap();
+            assert_eq!((decoded.game_id, &decoded.moves, decoded.result), (game.game_id, &game.moves, game.result));
+            assert_eq!((decoded.start.to_string(), &decoded.reason), (game.start_fen.clone(), &game.reason));
+            assert_eq!(
+                (decoded.seed, decoded.start_time_ms, decoded.end_time_ms),
+                (game.seed, game.start_time_ms, game.end_time_ms)
+            );
+            for (search, sample) in decoded.searches.iter().zip(&samples) {
+                assert_eq!(
+                    (&search.policy, search.root_wdl, search.full_search),
+                    (&sample.policy, sample.root_wdl, sample.full_search)
+                );
+                assert_eq!(search.model_version, game.model_version);
+            }
+        }
+    }
+
+    #[test]
+    fn a_malformed_submission_is_refused_naming_the_field_and_ply() {
+        let refused = |change: fn(&mut v1::GameSubmission)| {
+            let mut sub = submission();
+            change(&mut sub);
+            decode_game(&sub).unwrap_err()
+        };
+        assert_eq!(decode_game(&submission()).unwrap().searches[1].model_version, 2);
+        assert_eq!(refused(|s| drop(s.game_id.pop())), GameError::GameId(15));
+        assert_eq!(refused(|s| drop(s.plies.pop())), GameError::PlyCount { searches: 1, moves: 2 });
+        let long = refused(|s| s.result = "x".repeat(5000)).to_string();
+        assert!(long.starts_with("unknown result \"xxx") && long.len() < 80, "{long}");
+        assert!(matches!(refused(|s| s.start_fen = "nonsense".into()), GameError::Fen { .. }));
+        assert_eq!(refused(|s| s.moves[1] = 90), GameError::Move { ply: 1, code: 90 });
+        assert!(matches!(refused(|s| drop(s.plies[0].policy_probs.pop())), GameError::PolicyLength { ply: 0, .. }));
+        assert_eq!(refused(|s| s.plies[1].policy_moves[1] = 1 << 14), GameError::PolicyMove { ply: 1, code: 1 << 14 });
+        assert!(matches!(
+            refused(|s| s.plies[1].policy_moves[1] = s.plies[1].policy_moves[0]),
+            GameError::PolicyTwice { ply: 1, .. }
+        ));
+        assert!(matches!(
+            refused(|s| s.plies[0].policy_probs = vec![1.5, -0.5]),
+            GameError::Probability { ply: 0, .. }
+        ));
+        assert!(matches!(refused(|s| s.plies[0].policy_probs[0] = f32::NAN), GameError::Probability { ply: 0, .. }));
+        assert!(matches!(refused(|s| s.plies[1].policy_probs[1] = 0.5), GameError::PolicySum { ply: 1, .. }));
+        assert_eq!(refused(|s| drop(s.plies[1].root_wdl.pop())), GameError::WdlLength { ply: 1, len: 2 });
+        assert!(matches!(refused(|s| s.plies[0].root_wdl = vec![1.5, -0.5, 0.0]), GameError::Wdl { ply: 0, .. }));
+    }
+
+    #[test]
+    fn client_text_is_quoted_short() {
+        assert_eq!(quote("draw"), "\"draw\"");
+        let long = quote(&"y".repeat(5000));
+        assert!(long.ends_with("... (5000 bytes)") && long.len() < 70, "{long}");
+    }
 }

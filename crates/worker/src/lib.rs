@@ -25,4 +25,3 @@ pub mod spool;
 pub use backoff::Backoff;
 pub use local::{LocalReport, LocalSelfPlay, WorkerError, play_into};
 pub use metrics::WorkerMetrics;
-pub use record::to_records;
