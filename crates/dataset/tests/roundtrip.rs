@@ -211,7 +211,7 @@ fn shards_of_the_previous_schema_version_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     write_all(dir.path(), small_shards(10_000, Compression::Zstd), &games);
     // The manifest of an older dataset.
-    let manifest = dir.path().join(xqz_dataset::manifest::MANIFEST_FILE);
+    let manifest = dir.path().join(xqz_dataset::layout::MANIFEST_FILE);
     let text = std::fs::read_to_string(&manifest).unwrap();
     let old = text.replace(&format!("\"schema_version\": {}", schema::SCHEMA_VERSION), "\"schema_version\": 1");
     assert_ne!(old, text);
