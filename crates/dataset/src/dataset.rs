@@ -208,7 +208,7 @@ fn decode_ipc(
     let mut reader = FileReader::try_new(Cursor::new(&bytes[..]), None).arrow(context)?;
     let schema = reader.schema();
     schema::check_compatible(expected, &schema)
-        .map_err(|message| DatasetError::Shard { path: path.to_path_buf(), message })?;
+        .map_err(|source| DatasetError::Schema { path: path.to_path_buf(), source })?;
     if let Some(id) = shard_id {
         let stored = schema.metadata().get(meta::SHARD_ID);
         if stored.map(String::as_str) != Some(id.to_string().as_str()) {

@@ -50,7 +50,16 @@ pub enum DatasetError {
         /// The folder or object store prefix.
         location: String,
     },
-    /// A shard's schema or contents do not match what this version reads.
+    /// A shard's schema is not the one this version reads.
+    #[error("shard {} is not readable: {source}", path.display())]
+    Schema {
+        /// The shard file.
+        path: PathBuf,
+        /// The first difference.
+        #[source]
+        source: crate::schema::SchemaMismatch,
+    },
+    /// A shard's contents do not match what this version reads.
     #[error("shard {} is not readable: {message}", path.display())]
     Shard {
         /// The shard file.
