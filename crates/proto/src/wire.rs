@@ -574,13 +574,13 @@ mod tests {
             decode_game(&sub).unwrap_err()
         };
         assert_eq!(decode_game(&submission()).unwrap().searches[1].model_version, 2);
-        assert_eq!(refused(|s| drop(s.game_id.pop())), GameError::GameId(15));
+        assert_eq!(refused(|s| s.game_id.truncate(15)), GameError::GameId(15));
         assert_eq!(refused(|s| drop(s.plies.pop())), GameError::PlyCount { searches: 1, moves: 2 });
         let long = refused(|s| s.result = "x".repeat(5000)).to_string();
         assert!(long.starts_with("unknown result \"xxx") && long.len() < 80, "{long}");
         assert!(matches!(refused(|s| s.start_fen = "nonsense".into()), GameError::Fen { .. }));
         assert_eq!(refused(|s| s.moves[1] = 90), GameError::Move { ply: 1, code: 90 });
-        assert!(matches!(refused(|s| drop(s.plies[0].policy_probs.pop())), GameError::PolicyLength { ply: 0, .. }));
+        assert!(matches!(refused(|s| s.plies[0].policy_probs.truncate(1)), GameError::PolicyLength { ply: 0, .. }));
         assert_eq!(refused(|s| s.plies[1].policy_moves[1] = 1 << 14), GameError::PolicyMove { ply: 1, code: 1 << 14 });
         assert!(matches!(
             refused(|s| s.plies[1].policy_moves[1] = s.plies[1].policy_moves[0]),
@@ -592,7 +592,7 @@ mod tests {
         ));
         assert!(matches!(refused(|s| s.plies[0].policy_probs[0] = f32::NAN), GameError::Probability { ply: 0, .. }));
         assert!(matches!(refused(|s| s.plies[1].policy_probs[1] = 0.5), GameError::PolicySum { ply: 1, .. }));
-        assert_eq!(refused(|s| drop(s.plies[1].root_wdl.pop())), GameError::WdlLength { ply: 1, len: 2 });
+        assert_eq!(refused(|s| s.plies[1].root_wdl.truncate(2)), GameError::WdlLength { ply: 1, len: 2 });
         assert!(matches!(refused(|s| s.plies[0].root_wdl = vec![1.5, -0.5, 0.0]), GameError::Wdl { ply: 0, .. }));
     }
 
