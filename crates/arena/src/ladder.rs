@@ -159,10 +159,11 @@ pub fn rate(games: &[Against]) -> Option<Rating> {
     Some(Rating { elo: x, stderr: (1.0 / info + from_opponents).sqrt() })
 }
 
-/// Where Fairy-Stockfish is: `$XQZ_FAIRY_STOCKFISH`, else `fairy-stockfish` on the `PATH`, else
-/// Debian's `/usr/games/fairy-stockfish` (Debian installs it outside root's `PATH`).
+/// Where Fairy-Stockfish is: `$XQZ_FAIRY_STOCKFISH` (unless empty), else `fairy-stockfish` on the
+/// `PATH`, else Debian's `/usr/games/fairy-stockfish` (Debian installs it outside root's `PATH`).
+/// The one locator: the ladder's and the tests' (`xqz-test-support`).
 pub fn fairy_stockfish() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("XQZ_FAIRY_STOCKFISH") {
+    if let Some(path) = std::env::var_os("XQZ_FAIRY_STOCKFISH").filter(|path| !path.is_empty()) {
         return Some(PathBuf::from(path));
     }
     let on_path = std::env::var_os("PATH")

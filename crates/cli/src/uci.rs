@@ -34,10 +34,10 @@ pub struct UciArgs {
 
 /// Opens a book for the engine: its move in a position is the one played in most games, else the
 /// one its search visited most.
-fn open_book(path: &str) -> Result<xqz_uci::BookProbe, String> {
-    let book = xqz_book::Book::open(path).map_err(|e| e.to_string())?;
+fn open_book(path: &str) -> Result<xqz_uci::BookProbe, xqz_uci::BookError> {
+    let book = xqz_book::Book::open(path)?;
     Ok(Box::new(move |pos: &xiangqi::Position| {
-        let Some(entry) = book.probe(pos).map_err(|e| e.to_string())? else { return Ok(None) };
+        let Some(entry) = book.probe(pos)? else { return Ok(None) };
         let Some(best) = entry.moves.first() else { return Ok(None) };
         let opening = match (&entry.ecco, &entry.opening) {
             (Some(code), Some(name)) => format!(", {code} {name}"),

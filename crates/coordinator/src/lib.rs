@@ -43,7 +43,7 @@ pub use backup::Restored;
 pub use error::CoordinatorError;
 pub use service::CoordinatorService;
 pub use settings::{SETTINGS_FILE, SettingsHistory};
-pub use validate::{check_request, validate_games};
+pub use validate::{Against, check_request, validate_games};
 pub use worker_ids::{KEY_FILE as WORKER_ID_KEY_FILE, WorkerIds};
 
 use crate::backup::Backup;
@@ -245,6 +245,59 @@ fn check_token(
     }
 }
 
+/// What a coordinator keeps in its data folder, opened (and first filled from the backup, if
+/// one is configured): the settings history, the game store, the model registry, the worker ids
+/// and the backup.
+type Opened = (SettingsHistory, Store, Registry, WorkerIds, Option<Backup>);
+
+/// Opens the data folder of `config` (creating it), on a blocking thread.
+fn open_data(config: &CoordinatorConfig) -> Result<Opened, CoordinatorError> {
+    let data = &config.data_dir;
+    let dataset = config.dataset.clone().unwrap_or_else(|| DatasetLocation::Local(data.join("dataset")));
+    // The idempotency log is worth keeping only with games that outlive the data folder.
+    let key_logs = match &dataset {
+        DatasetLocation::Local(path) => !path.starts_with(data),
+        DatasetLocation::Object(_) => true,
+    };
+    std::fs::create_dir_all(data).at(data)?;
+    let backup = match config.backup.clone() {
+        Some(location) => {
+            let (backup, restored) = Backup::restore(location, data, key_logs)?;
+            if restored != Restored::default() {
+                tracing::info!(
+                    backup = %backup.location(),
+                    models = restored.models,
+                    settings = restored.settings,
+                    worker_key = restored.worker_key,
+                    key_logs = restored.key_logs,
+                    "data folder filled from the backup"
+                );
+            }
+            Some(backup)
+        }
+        None => None,
+    };
+    let registry = Registry::open(&data.join("models"))?;
+    let history = SettingsHistory::open(data, &config.settings, config.schedule, registry.latest_version())?;
+    let ids = WorkerIds::open(data).at(data.join(worker_ids::KEY_FILE))?;
+    // A backup that cannot be written stops the start, not a later publication.
+    if let Some(backup) = &backup {
+        backup.copy()?;
+    }
+    Ok((history, Store::open(data, dataset, crate::store::Memory::default())?, registry, ids, backup))
+}
+
+/// Logs workers that fell silent as lost every `every`, even while nobody calls, until `stop`.
+async fn sweep(state: Arc<State>, every: Duration, mut stop: watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = every.tick() => state.sweep(),
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
 /// Checks the settings, opens the data folder, binds the addresses and serves until `shutdown`
 /// resolves; then stops
 /// accepting calls, ends the model streams, lets running calls finish and closes the dataset.
@@ -257,67 +310,18 @@ pub async fn serve(
     if config.settings.opening_share > 0.0 && config.openings.is_none() {
         return Err(CoordinatorError::NoOpenings { share: config.settings.opening_share });
     }
-    let data = config.data_dir.clone();
-    let dataset = config.dataset.clone().unwrap_or_else(|| DatasetLocation::Local(data.join("dataset")));
-    // The idempotency log is worth keeping only with games that outlive the data folder.
-    let key_logs = match &dataset {
-        DatasetLocation::Local(path) => !path.starts_with(&data),
-        DatasetLocation::Object(_) => true,
-    };
-    let (settings, schedule) = (config.settings.clone(), config.schedule);
-    let backup = config.backup.clone();
-    let (history, store, registry, ids, backup) = tokio::task::spawn_blocking(move || {
-        std::fs::create_dir_all(&data).at(&data)?;
-        let backup = match backup {
-            Some(location) => {
-                let (backup, restored) = Backup::restore(location, &data, key_logs)?;
-                if restored != Restored::default() {
-                    tracing::info!(
-                        backup = %backup.location(),
-                        models = restored.models,
-                        settings = restored.settings,
-                        worker_key = restored.worker_key,
-                        key_logs = restored.key_logs,
-                        "data folder filled from the backup"
-                    );
-                }
-                Some(backup)
-            }
-            None => None,
-        };
-        let registry = Registry::open(&data.join("models"))?;
-        let history = SettingsHistory::open(&data, &settings, schedule, registry.latest_version())?;
-        let ids = WorkerIds::open(&data).at(data.join(worker_ids::KEY_FILE))?;
-        // A backup that cannot be written stops the start, not a later publication.
-        if let Some(backup) = &backup {
-            backup.copy()?;
-        }
-        Ok::<_, CoordinatorError>((
-            history,
-            Store::open(&data, dataset, crate::store::Memory::default())?,
-            registry,
-            ids,
-            backup,
-        ))
+    let opened = tokio::task::spawn_blocking({
+        let config = config.clone();
+        move || open_data(&config)
     })
     .await??;
+    let (history, store, registry, ids, backup) = opened;
     let state =
         Arc::new(State::new(history, config.openings.clone(), config.limits.clone(), store, registry, ids, backup));
     let listener = TcpListener::bind(config.listen).await.at(config.listen.to_string())?;
     let addr = listener.local_addr().at(config.listen.to_string())?;
     let (stop_tx, stop_rx) = watch::channel(false);
-    // Workers that fall silent are logged as lost even while nobody else calls.
-    let sweeper = state.clone();
-    let mut sweeping = stop_rx.clone();
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(service::sweep_every(config.limits.alive_window));
-        loop {
-            tokio::select! {
-                _ = every.tick() => sweeper.sweep(),
-                _ = sweeping.wait_for(|s| *s) => return,
-            }
-        }
-    });
+    tokio::spawn(sweep(state.clone(), service::sweep_every(config.limits.alive_window), stop_rx.clone()));
     let (token, publisher) = (config.token.map(Arc::<str>::from), config.publisher_token.map(Arc::<str>::from));
     let metrics_addr = match config.metrics {
         Some(at) => {

@@ -24,7 +24,7 @@ use crate::metrics::Metrics;
 use crate::registry::{PublishError, Registry};
 use crate::settings::SettingsHistory;
 use crate::store::{Ingested, KeyIndex, KeyReused, Store, Stored, Submission, content_digest};
-use crate::validate::{check_request, check_worker_id, validate_games};
+use crate::validate::{Against, check_request, check_worker_id, validate_games};
 use crate::worker_ids::WorkerIds;
 
 /// How often the coordinator looks for workers that fell silent (at most every 5 s, and at least
@@ -307,9 +307,14 @@ impl CoordinatorService {
                 Ok(None) => {}
                 Err(KeyReused) => return Ok(Err(Err(KeyReused))),
             }
-            let latest = checker.registry.latest_version();
-            let openings = checker.openings.as_ref().map(|(suite, _)| &**suite);
-            validate_games(&req, &read(&checker.settings), openings, latest).map(|r| Ok((content, r)))
+            let settings = read(&checker.settings);
+            let against = Against {
+                settings: &settings,
+                openings: checker.openings.as_ref().map(|(suite, _)| &**suite),
+                latest_model: checker.registry.latest_version(),
+                now_ms: now_ms(),
+            };
+            validate_games(&req, &against).map(|r| Ok((content, r)))
         })
         .await
         .map_err(|e| Status::internal(format!("validation task: {e}")))?;

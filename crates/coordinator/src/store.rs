@@ -582,7 +582,7 @@ pub(crate) mod tests {
         assert_eq!(before.bytes, dataset.shards().iter().map(ShardEntry::bytes).sum::<u64>());
 
         // A manifest written before the per-model counts existed: the store counts from the games.
-        let path = dir.path().join("dataset").join(xqz_dataset::manifest::MANIFEST_FILE);
+        let path = dir.path().join("dataset").join(xqz_dataset::layout::MANIFEST_FILE);
         let mut manifest: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
         for shard in manifest["shards"].as_array_mut().unwrap() {
             shard.as_object_mut().unwrap().remove("games_by_model").expect("counted");

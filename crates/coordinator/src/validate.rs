@@ -1,13 +1,14 @@
 //! The checks of a `SubmitGames` request: its own fields first ([`check_request`]), then each
-//! game, replayed through the rules core and turned into dataset records ([`validate_games`]),
-//! or a status that says precisely what is wrong.
+//! game, decoded ([`xqz_proto::wire::decode_game`]), replayed through the rules core and turned
+//! into dataset records ([`validate_games`]), or a status that says precisely what is wrong.
 
 use tonic::Status;
+use xiangqi::Color;
 use xiangqi::game::{Game, Outcome};
-use xiangqi::{Color, Move, Position};
-use xqz_dataset::{GameId, GameRecord, GameResult, PlySearch, PolicyEntry, SampleRecord};
+use xqz_dataset::{GameRecord, GameResult, PlySearch, SampleRecord};
 use xqz_mcts::{OpeningSuite, PlaySettings};
 use xqz_proto::v1::{GameSubmission, SubmitGamesRequest};
+use xqz_proto::wire::{decode_game, decode_game_id, quote};
 
 use crate::Limits;
 use crate::settings::SettingsHistory;
@@ -62,94 +63,51 @@ pub fn check_request(req: &SubmitGamesRequest, limits: &Limits, worker_ids: &Wor
     Ok(())
 }
 
+/// What a game is validated against besides itself.
+#[derive(Copy, Clone, Debug)]
+pub struct Against<'a> {
+    /// Every settings version: a game is replayed under the one it names.
+    pub settings: &'a SettingsHistory,
+    /// The only starts besides the standard one that games may have.
+    pub openings: Option<&'a OpeningSuite>,
+    /// The newest published model (0: none).
+    pub latest_model: u64,
+    /// The coordinator's clock (Unix ms), which a game's times may not run ahead of.
+    pub now_ms: i64,
+}
+
 /// Replays every game of a request that passed [`check_request`], as the service does before
 /// storing them, and returns each game's record and samples in order; a game that fails makes
-/// the whole request `INVALID_ARGUMENT`, naming the game and the problem. Games are validated
-/// under the version of `settings` they name, `openings` are the only starts besides the
-/// standard one that they may have, and `latest_model` is the newest published model (0: none).
+/// the whole request `INVALID_ARGUMENT`, naming the game and the problem.
 pub fn validate_games(
     req: &SubmitGamesRequest,
-    settings: &SettingsHistory,
-    openings: Option<&OpeningSuite>,
-    latest_model: u64,
+    against: &Against<'_>,
 ) -> Result<Vec<(GameRecord, Vec<SampleRecord>)>, Status> {
     req.games
         .iter()
         .enumerate()
-        .map(|(i, game)| validate_game(i, game, settings, openings, latest_model, &req.worker_id))
+        .map(|(i, game)| validate_game(i, game, against, &req.worker_id))
         .collect::<Result<_, _>>()
         .map_err(Status::invalid_argument)
-}
-
-/// How far a policy's probabilities, or a root WDL, may sum from 1 (they are f32 fractions).
-const POLICY_SUM_TOLERANCE: f64 = 1e-3;
-
-/// Client text quoted in an error is cut to this many characters, so that a huge field cannot
-/// make the status larger than a client accepts.
-const QUOTE_CHARS: usize = 40;
-
-/// `text` for an error message: debug-quoted, at most [`QUOTE_CHARS`] characters of it.
-fn quote(text: &str) -> String {
-    let mut chars = text.chars();
-    let head: String = chars.by_ref().take(QUOTE_CHARS).collect();
-    if chars.next().is_some() { format!("{head:?}... ({} bytes)", text.len()) } else { format!("{head:?}") }
-}
-
-fn decode_move(code: u32) -> Option<Move> {
-    u16::try_from(code).ok().and_then(Move::from_u16)
 }
 
 fn result_of(outcome: Outcome) -> Option<(GameResult, &'static str)> {
     Some((GameResult::from_outcome(outcome)?, outcome.verdict()?.reason.name()))
 }
 
-/// Checks one search's policy (against the legal moves `game` has now) and its root WDL.
-fn check_ply(game: &Game, search: &xqz_proto::v1::PlySearch, ply: usize, version: u64) -> Result<PlySearch, String> {
-    if search.policy_moves.len() != search.policy_probs.len() {
-        return Err(format!(
-            "ply {ply}: {} policy moves but {} probabilities",
-            search.policy_moves.len(),
-            search.policy_probs.len()
-        ));
-    }
-    let mut policy = Vec::with_capacity(search.policy_moves.len());
-    let mut sum = 0.0f64;
-    // The legal moves the policy has not named yet, one bit per destination for each origin: a
-    // policy may name every legal move, and searching the move list for each would be quadratic.
-    let mut unnamed = [0u128; 90];
+/// Checks that every move a search's policy names is legal where `game` is now (the policy's
+/// form was checked when it was decoded).
+fn check_policy(game: &Game, search: &PlySearch, ply: usize) -> Result<(), String> {
+    // The legal moves, one bit per destination for each origin: a policy may name every legal
+    // move, and searching the move list for each would be quadratic.
+    let mut legal = [0u128; 90];
     for mv in game.legal_moves() {
-        unnamed[mv.from().index()] |= 1 << mv.to().index();
+        legal[mv.from().index()] |= 1 << mv.to().index();
     }
-    for (&code, &p) in search.policy_moves.iter().zip(&search.policy_probs) {
-        let mv = decode_move(code).ok_or_else(|| format!("ply {ply}: bad policy move code {code}"))?;
-        let (origin, bit) = (&mut unnamed[mv.from().index()], 1u128 << mv.to().index());
-        if *origin & bit == 0 {
-            return Err(if policy.iter().any(|e: &PolicyEntry| e.mv == mv) {
-                format!("ply {ply}: policy lists {mv} twice")
-            } else {
-                format!("ply {ply}: policy on illegal move {mv}")
-            });
-        }
-        *origin &= !bit;
-        if !p.is_finite() || p < 0.0 {
-            return Err(format!("ply {ply}: policy probability {p} of {mv} is negative or not finite"));
-        }
-        sum += f64::from(p);
-        policy.push(PolicyEntry { mv, p });
+    match search.policy.iter().find(|e| legal[e.mv.from().index()] & (1 << e.mv.to().index()) == 0) {
+        Some(e) => Err(format!("ply {ply}: policy on illegal move {}", e.mv)),
+        None => Ok(()),
     }
-    if (sum - 1.0).abs() > POLICY_SUM_TOLERANCE {
-        return Err(format!("ply {ply}: policy probabilities sum to {sum}, not 1"));
-    }
-    let root_wdl: [f32; 3] = search
-        .root_wdl
-        .as_slice()
-        .try_into()
-        .map_err(|_| format!("ply {ply}: root_wdl has {} values, expected 3", search.root_wdl.len()))?;
-    let sum: f64 = root_wdl.iter().map(|&v| f64::from(v)).sum();
-    if root_wdl.iter().any(|v| !(0.0..=1.0).contains(v)) || (sum - 1.0).abs() > POLICY_SUM_TOLERANCE {
-        return Err(format!("ply {ply}: root_wdl {root_wdl:?} is not a win/draw/loss triple (each in [0, 1], sum 1)"));
-    }
-    Ok(PlySearch { policy, root_wdl, model_version: version, full_search: search.full_search })
 }
 
 /// Checks a resignation claim against the rule self-play resigns by: the side to move resigns
@@ -208,41 +166,31 @@ fn check_times(start: i64, end: i64, now: i64) -> Result<(), String> {
 
 /// Replays `sub` under the settings version it names (0: the version in force) and returns its
 /// records; the error names the game (by index and hex id) and the problem. A game starts from
-/// the standard start or, if its settings start games from `openings`, one of the suite's
-/// positions. `latest_model` is the newest published version (0 if none).
+/// the standard start or, if its settings start games from `against.openings`, one of the
+/// suite's positions.
 fn validate_game(
     index: usize,
     sub: &GameSubmission,
-    history: &SettingsHistory,
-    openings: Option<&OpeningSuite>,
-    latest_model: u64,
+    against: &Against<'_>,
     worker_id: &str,
 ) -> Result<(GameRecord, Vec<SampleRecord>), String> {
-    let id: [u8; 16] = sub
-        .game_id
-        .as_slice()
-        .try_into()
-        .map_err(|_| format!("game #{index}: game id has {} bytes, expected 16", sub.game_id.len()))?;
-    let name = format!("game #{index} ({})", GameId(id));
+    let id = decode_game_id(&sub.game_id).map_err(|e| format!("game #{index}: {e}"))?;
+    let name = format!("game #{index} ({id})");
     let fail = |msg: String| format!("{name}: {msg}");
-    if sub.model_version > latest_model {
-        return Err(fail(format!("unknown model version {} (latest published: {latest_model})", sub.model_version)));
+    let played = decode_game(sub).map_err(|e| fail(e.to_string()))?;
+    let (history, openings, latest_model) = (against.settings, against.openings, against.latest_model);
+    if played.model_version > latest_model {
+        return Err(fail(format!("unknown model version {} (latest published: {latest_model})", played.model_version)));
     }
-    if sub.plies.len() != sub.moves.len() {
-        return Err(fail(format!("{} plies of search for {} moves", sub.plies.len(), sub.moves.len())));
-    }
-    check_times(sub.start_time_ms, sub.end_time_ms, crate::service::now_ms()).map_err(&fail)?;
-    let claimed =
-        GameResult::from_name(&sub.result).ok_or_else(|| fail(format!("unknown result {}", quote(&sub.result))))?;
-    let settings_version = match sub.settings_version {
+    check_times(played.start_time_ms, played.end_time_ms, against.now_ms).map_err(&fail)?;
+    let settings_version = match played.settings_version {
         0 => history.current().0,
         version => version,
     };
     let settings = history.get(settings_version).ok_or_else(|| {
         fail(format!("unknown settings version {settings_version} (in force: {})", history.current().0))
     })?;
-    let start =
-        Position::from_fen(&sub.start_fen).map_err(|e| fail(format!("bad FEN {}: {e}", quote(&sub.start_fen))))?;
+    let start = played.start;
     // Self-play starts from the standard position or the suite's; any other start is a claim
     // nobody can check.
     if start.to_string() != xiangqi::START_FEN {
@@ -266,46 +214,46 @@ fn validate_game(
             }
         }
     }
+    let claimed = played.result;
     let mut game = Game::from_position(start, settings.game_config());
-    let mut samples = Vec::with_capacity(sub.moves.len());
-    for (ply, (&code, search)) in sub.moves.iter().zip(&sub.plies).enumerate() {
-        let mv = decode_move(code).ok_or_else(|| fail(format!("ply {ply}: bad move code {code}")))?;
+    let mut samples = Vec::with_capacity(played.moves.len());
+    for (ply, (mv, search)) in played.moves.into_iter().zip(played.searches).enumerate() {
         if let Some((result, reason)) = result_of(game.outcome()) {
             return Err(fail(format!("ply {ply}: move {mv} after the game ended ({result} by {reason})")));
         }
-        let search = check_ply(&game, search, ply, sub.model_version).map_err(&fail)?;
-        samples.push(SampleRecord::before_move(&game, GameId(id), search));
+        check_policy(&game, &search, ply).map_err(&fail)?;
+        samples.push(SampleRecord::before_move(&game, id, search));
         game.push(mv).map_err(|e| fail(e.to_string()))?;
     }
     match result_of(game.outcome()) {
         Some((result, reason)) => {
-            if (result, reason) != (claimed, sub.reason.as_str()) {
+            if (result, reason) != (claimed, played.reason.as_str()) {
                 return Err(fail(format!(
                     "claims {claimed} by {} but the replay gives {result} by {reason}",
-                    quote(&sub.reason)
+                    quote(&played.reason)
                 )));
             }
         }
         None => match claimed.winner() {
-            Some(winner) if sub.reason == "resignation" => {
+            Some(winner) if played.reason == "resignation" => {
                 check_resignation(settings, &game, winner, &samples).map_err(&fail)?;
                 game.resign(!winner).map_err(|e| fail(e.to_string()))?;
             }
             _ => {
                 return Err(fail(format!(
                     "claims {claimed} by {} but the game is not over after {} plies (only a resignation can end it)",
-                    quote(&sub.reason),
-                    sub.moves.len()
+                    quote(&played.reason),
+                    samples.len()
                 )));
             }
         },
     }
-    let mut record = GameRecord::from_game(&game, GameId(id)).map_err(|e| fail(e.to_string()))?;
-    record.model_version = sub.model_version;
+    let mut record = GameRecord::from_game(&game, id).map_err(|e| fail(e.to_string()))?;
+    record.model_version = played.model_version;
     record.worker_id = worker_id.to_string();
-    record.seed = sub.seed;
-    record.start_time_ms = sub.start_time_ms;
-    record.end_time_ms = sub.end_time_ms;
+    record.seed = played.seed;
+    record.start_time_ms = played.start_time_ms;
+    record.end_time_ms = played.end_time_ms;
     record.settings_version = settings_version;
     SampleRecord::set_outcome(&mut samples, record.result);
     Ok((record, samples))
@@ -318,7 +266,7 @@ mod tests {
     use xqz_proto::v1;
 
     fn code(text: &str) -> u32 {
-        u32::from(text.parse::<Move>().unwrap().to_u16())
+        u32::from(text.parse::<xiangqi::Move>().unwrap().to_u16())
     }
 
     fn two_move_draw() -> GameSubmission {
@@ -351,35 +299,42 @@ mod tests {
         sub
     }
 
+    /// 2027-01-15 in Unix ms: any test game's times are before it.
+    const NOW_MS: i64 = 1_800_000_000_000;
+
+    fn against<'a>(settings: &'a SettingsHistory, openings: Option<&'a OpeningSuite>) -> Against<'a> {
+        Against { settings, openings, latest_model: 0, now_ms: NOW_MS }
+    }
+
     fn settings() -> SettingsHistory {
         SettingsHistory::single(PlaySettings { max_plies: 2, ..PlaySettings::default() })
     }
 
     #[test]
     fn accepts_a_complete_game_and_rejects_tampering() {
-        let (record, samples) = validate_game(0, &two_move_draw(), &settings(), None, 0, "w").unwrap();
+        let (record, samples) = validate_game(0, &two_move_draw(), &against(&settings(), None), "w").unwrap();
         assert_eq!((record.moves.len(), samples.len(), record.reason.as_str()), (2, 2, "max_length"));
 
         let mut sub = two_move_draw();
         sub.result = "red".into();
-        assert!(validate_game(3, &sub, &settings(), None, 0, "w").unwrap_err().contains("game #3 (0707"));
+        assert!(validate_game(3, &sub, &against(&settings(), None), "w").unwrap_err().contains("game #3 (0707"));
 
         let mut sub = two_move_draw();
         sub.moves.push(code("a0a1"));
         sub.plies.push(sub.plies[0].clone());
-        assert!(validate_game(0, &sub, &settings(), None, 0, "w").unwrap_err().contains("after the game ended"));
+        assert!(validate_game(0, &sub, &against(&settings(), None), "w").unwrap_err().contains("after the game ended"));
 
         let mut sub = two_move_draw();
         sub.plies[1].root_wdl.pop();
-        assert!(validate_game(0, &sub, &settings(), None, 0, "w").unwrap_err().contains("root_wdl"));
+        assert!(validate_game(0, &sub, &against(&settings(), None), "w").unwrap_err().contains("root_wdl"));
 
         let mut sub = two_move_draw();
         sub.game_id.pop();
-        assert!(validate_game(0, &sub, &settings(), None, 0, "w").unwrap_err().contains("15 bytes"));
+        assert!(validate_game(0, &sub, &against(&settings(), None), "w").unwrap_err().contains("15 bytes"));
 
         let mut sub = two_move_draw();
         sub.start_fen = "nonsense".into();
-        assert!(validate_game(0, &sub, &settings(), None, 0, "w").unwrap_err().contains("bad FEN"));
+        assert!(validate_game(0, &sub, &against(&settings(), None), "w").unwrap_err().contains("bad FEN"));
     }
 
     #[test]
@@ -396,7 +351,7 @@ mod tests {
         for id in 0..20 {
             let (game, samples) = random_game(&mut rng, id, &config);
             let sub = xqz_proto::wire::encode_game(&game, &samples);
-            let (record, checked) = validate_game(0, &sub, &history, None, 0, "w").unwrap();
+            let (record, checked) = validate_game(0, &sub, &against(&history, None), "w").unwrap();
             assert_eq!((&record.moves, record.result), (&game.moves, game.result));
             assert_eq!(checked, samples, "game {id}");
         }
@@ -412,18 +367,18 @@ mod tests {
             SettingsHistory::single(PlaySettings { max_plies: 2, opening_share: 0.5, ..PlaySettings::default() });
         let mut sub = game_of(&["h9g7", "h0g2"]);
         sub.start_fen = CANNON.into();
-        let (record, samples) = validate_game(0, &sub, &sharing, Some(&suite), 0, "w").unwrap();
+        let (record, samples) = validate_game(0, &sub, &against(&sharing, Some(&suite)), "w").unwrap();
         assert_eq!((record.start_fen.as_str(), record.moves.len(), samples.len()), (CANNON, 2, 2));
 
-        let error = validate_game(0, &sub, &settings(), Some(&suite), 0, "w").unwrap_err();
+        let error = validate_game(0, &sub, &against(&settings(), Some(&suite)), "w").unwrap_err();
         assert!(error.contains("opening_share 0"), "{error}");
-        let error = validate_game(0, &sub, &sharing, None, 0, "w").unwrap_err();
+        let error = validate_game(0, &sub, &against(&sharing, None), "w").unwrap_err();
         assert!(error.contains("not the standard start position"), "{error}");
 
         // Another non-standard start, even one move on from the suite's, is nobody's claim to make.
         let mut sub = game_of(&["h0g2", "h7h0"]);
         sub.start_fen = "rnbakab1r/9/1c4nc1/p1p1p1p1p/9/9/P1P1P1P1P/1C2C4/9/RNBAKABNR w - - 2 2".into();
-        let error = validate_game(0, &sub, &sharing, Some(&suite), 0, "w").unwrap_err();
+        let error = validate_game(0, &sub, &against(&sharing, Some(&suite)), "w").unwrap_err();
         assert!(
             error.contains(&format!("not the standard start position nor one of opening suite {:016x}", suite.id())),
             "{error}"
@@ -432,7 +387,7 @@ mod tests {
         // Suite games are replayed move by move like any other.
         let mut sub = game_of(&["h9g7", "h0h5"]);
         sub.start_fen = CANNON.into();
-        assert!(validate_game(0, &sub, &sharing, Some(&suite), 0, "w").is_err());
+        assert!(validate_game(0, &sub, &against(&sharing, Some(&suite)), "w").is_err());
     }
 
     /// `moves` end in a draw by `draw` under `rules` and in a Red win by `win` under `adjudicating`;
@@ -441,15 +396,15 @@ mod tests {
         let (rules, adjudicating) = (&SettingsHistory::single(rules), &SettingsHistory::single(adjudicating));
         let mut sub = game_of(moves);
         sub.reason = draw.into();
-        let (record, _) = validate_game(0, &sub, rules, None, 0, "w").unwrap();
+        let (record, _) = validate_game(0, &sub, &against(rules, None), "w").unwrap();
         assert_eq!((record.result, record.reason.as_str()), (GameResult::Draw, draw));
-        assert!(validate_game(0, &sub, adjudicating, None, 0, "w").unwrap_err().contains(win));
+        assert!(validate_game(0, &sub, &against(adjudicating, None), "w").unwrap_err().contains(win));
         (sub.result, sub.reason) = ("red".into(), win.into());
-        let (record, samples) = validate_game(0, &sub, adjudicating, None, 0, "w").unwrap();
+        let (record, samples) = validate_game(0, &sub, &against(adjudicating, None), "w").unwrap();
         assert_eq!((record.result, record.reason.as_str()), (GameResult::RedWin, win));
         let results: Vec<i8> = samples.iter().map(|s| s.result).collect();
         assert_eq!(results, (0..moves.len()).map(|i| if i % 2 == 0 { 1 } else { -1 }).collect::<Vec<i8>>());
-        assert!(validate_game(0, &sub, rules, None, 0, "w").unwrap_err().contains(draw));
+        assert!(validate_game(0, &sub, &against(rules, None), "w").unwrap_err().contains(draw));
     }
 
     #[test]
@@ -477,29 +432,33 @@ mod tests {
         for max_plies in [300, 0] {
             let long = &SettingsHistory::single(PlaySettings { max_plies, ..PlaySettings::default() });
             let mut sub = resigned_game();
-            let (record, _) = validate_game(0, &sub, long, None, 0, "w").unwrap();
+            let (record, _) = validate_game(0, &sub, &against(long, None), "w").unwrap();
             assert_eq!((record.result, record.reason.as_str()), (GameResult::BlackWin, "resignation"));
             sub.result = "draw".into();
-            assert!(validate_game(0, &sub, long, None, 0, "w").unwrap_err().contains("not over"));
+            assert!(validate_game(0, &sub, &against(long, None), "w").unwrap_err().contains("not over"));
         }
     }
 
     #[test]
     fn a_resignation_is_only_what_self_play_would_have_done() {
         let settings = &SettingsHistory::single(PlaySettings::default());
-        validate_game(0, &resigned_game(), settings, None, 0, "w").unwrap();
+        validate_game(0, &resigned_game(), &against(settings, None), "w").unwrap();
         // The side to move cannot claim that its opponent resigned.
         let mut sub = resigned_game();
         sub.result = "red".into();
-        assert!(validate_game(0, &sub, settings, None, 0, "w").unwrap_err().contains("only the side to move resigns"));
+        assert!(
+            validate_game(0, &sub, &against(settings, None), "w")
+                .unwrap_err()
+                .contains("only the side to move resigns")
+        );
         // A side that did not see itself lost does not resign.
         let mut sub = resigned_game();
         sub.plies[2].root_wdl = vec![0.2, 0.3, 0.5];
-        let error = validate_game(0, &sub, settings, None, 0, "w").unwrap_err();
+        let error = validate_game(0, &sub, &against(settings, None), "w").unwrap_err();
         assert!(error.contains("red resigned") && error.contains("below -0.9"), "{error}");
         // Nor where resigning is off.
         let off = &SettingsHistory::single(PlaySettings { resign: false, ..PlaySettings::default() });
-        assert!(validate_game(0, &resigned_game(), off, None, 0, "w").unwrap_err().contains("resigning is off"));
+        assert!(validate_game(0, &resigned_game(), &against(off, None), "w").unwrap_err().contains("resigning is off"));
     }
 
     #[test]
@@ -508,21 +467,23 @@ mod tests {
         for wdl in [vec![-5.0, 7.0, -1.0], vec![3e38, -3e38, 1.0], vec![0.5, 0.5, 0.5], vec![f32::NAN, 0.5, 0.5]] {
             let mut sub = two_move_draw();
             sub.plies[1].root_wdl = wdl.clone();
-            let error = validate_game(0, &sub, settings, None, 0, "w").unwrap_err();
+            let error = validate_game(0, &sub, &against(settings, None), "w").unwrap_err();
             assert!(error.contains("ply 1: root_wdl") && error.contains("win/draw/loss"), "{wdl:?}: {error}");
         }
         let mut sub = two_move_draw();
         sub.start_fen = "rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C5C1/9/RNBAKABN1 w - - 0 1".into();
         assert!(
-            validate_game(0, &sub, settings, None, 0, "w").unwrap_err().contains("not the standard start position")
+            validate_game(0, &sub, &against(settings, None), "w")
+                .unwrap_err()
+                .contains("not the standard start position")
         );
         let mut sub = two_move_draw();
         sub.start_fen = "x".repeat(100_000);
-        let error = validate_game(0, &sub, settings, None, 0, "w").unwrap_err();
+        let error = validate_game(0, &sub, &against(settings, None), "w").unwrap_err();
         assert!(error.len() < 300 && error.contains("(100000 bytes)"), "{} bytes: {}", error.len(), &error[..100]);
         let mut sub = two_move_draw();
         sub.result = "y".repeat(5000);
-        assert!(validate_game(0, &sub, settings, None, 0, "w").unwrap_err().len() < 300);
+        assert!(validate_game(0, &sub, &against(settings, None), "w").unwrap_err().len() < 300);
     }
 
     #[test]
@@ -562,15 +523,15 @@ mod tests {
                 .unwrap();
         let mut sub = two_move_draw();
         sub.settings_version = 1;
-        let (record, _) = validate_game(0, &sub, &history, None, 0, "w").unwrap();
+        let (record, _) = validate_game(0, &sub, &against(&history, None), "w").unwrap();
         assert_eq!(record.settings_version, 1);
         // Under the version in force (named, or 0 from an older worker) the game is not over.
         for version in [2, 0] {
             sub.settings_version = version;
-            assert!(validate_game(0, &sub, &history, None, 0, "w").unwrap_err().contains("not over"));
+            assert!(validate_game(0, &sub, &against(&history, None), "w").unwrap_err().contains("not over"));
         }
         sub.settings_version = 3;
-        let error = validate_game(0, &sub, &history, None, 0, "w").unwrap_err();
+        let error = validate_game(0, &sub, &against(&history, None), "w").unwrap_err();
         assert!(error.contains("unknown settings version 3 (in force: 2)"), "{error}");
     }
 }

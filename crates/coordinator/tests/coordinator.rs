@@ -18,6 +18,7 @@ use xqz_mcts::{MaterialEvaluator, SelfPlayConfig, self_play};
 use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::*;
+use xqz_proto::wire::GameStamp;
 use xqz_worker::WorkerMetrics;
 use xqz_worker::remote::{ModelHost, RemoteConfig, Session};
 
@@ -138,8 +139,14 @@ fn self_played(config: &SelfPlayConfig, count: u64) -> (Vec<xqz_mcts::SelfPlayGa
     let subs = games
         .iter()
         .map(|g| {
-            let (record, samples) = xqz_worker::to_records(g, 0, "w").unwrap();
-            xqz_proto::wire::encode_game(&record, &samples)
+            // As a worker stamps a game: a fresh random id, the model, no times.
+            let stamp = GameStamp {
+                game_id: xqz_dataset::GameId::from_u128(rand::random()),
+                model_version: 0,
+                start_time_ms: 0,
+                end_time_ms: 0,
+            };
+            xqz_proto::wire::encode_self_play(g, &stamp).unwrap()
         })
         .collect();
     (games, subs)
@@ -152,8 +159,8 @@ async fn with_timeout<T>(f: impl Future<Output = T>) -> T {
 #[tokio::test]
 async fn self_played_game_is_accepted_and_stored() {
     let dir = tempfile::tempdir().unwrap();
-    let mut config = SelfPlayConfig { playouts: 8, cheap_playouts: 4, threads: 1, ..Default::default() };
-    config.game.max_plies = Some(8);
+    let config = PlaySettings { playouts: 8, cheap_playouts: 4, max_plies: 8, ..PlaySettings::default() }
+        .self_play_config(1, 32, 0);
     let (_, subs) = self_played(&config, 2);
     let server = Server::start(dir.path(), PlaySettings { max_plies: 8, ..PlaySettings::default() }).await;
     let mut client = server.client(Some(TOKEN)).await;
@@ -351,7 +358,7 @@ async fn a_worker_searches_as_the_coordinator_says() {
         (config.search.mate_moves, config.playouts, config.policy_target),
         (1, 24, xqz_mcts::PolicyTarget::QSoftmax)
     );
-    assert_eq!(config.game.max_plies, Some(2));
+    assert_eq!(config.game_config().max_plies, Some(2));
     server.stop().await;
 }
 

@@ -11,7 +11,8 @@ use arrow_ipc::reader::FileReader;
 use arrow_schema::{Schema, SchemaRef};
 
 use crate::error::{ArrowContext, DatasetError, IoContext, Result};
-use crate::manifest::{LOCK_FILE, MANIFEST_FILE, Manifest, ShardEntry, ShardKind, TMP_SUFFIX, parse_shard_file_name};
+use crate::layout::{LOCK_FILE, MANIFEST_FILE, TMP_SUFFIX};
+use crate::manifest::{Manifest, ShardEntry, ShardKind, parse_shard_file_name};
 use crate::record::{Columns, GameId, GameRecord, SampleRecord, batch_to_games, batch_to_samples};
 use crate::schema::{self, GAME_ID_BYTES, meta};
 use crate::storage::DatasetLocation;
@@ -207,7 +208,7 @@ fn decode_ipc(
     let mut reader = FileReader::try_new(Cursor::new(&bytes[..]), None).arrow(context)?;
     let schema = reader.schema();
     schema::check_compatible(expected, &schema)
-        .map_err(|message| DatasetError::Shard { path: path.to_path_buf(), message })?;
+        .map_err(|source| DatasetError::Schema { path: path.to_path_buf(), source })?;
     if let Some(id) = shard_id {
         let stored = schema.metadata().get(meta::SHARD_ID);
         if stored.map(String::as_str) != Some(id.to_string().as_str()) {

@@ -45,12 +45,21 @@ pub enum DatasetError {
         message: String,
     },
     /// A location holds no dataset: nothing was ever committed there (a mistyped path or prefix?).
-    #[error("{} is not a dataset (it has no {})", location, crate::manifest::MANIFEST_FILE)]
+    #[error("{} is not a dataset (it has no {})", location, crate::layout::MANIFEST_FILE)]
     NoManifest {
         /// The folder or object store prefix.
         location: String,
     },
-    /// A shard's schema or contents do not match what this version reads.
+    /// A shard's schema is not the one this version reads.
+    #[error("shard {} is not readable: {source}", path.display())]
+    Schema {
+        /// The shard file.
+        path: PathBuf,
+        /// The first difference.
+        #[source]
+        source: crate::schema::SchemaMismatch,
+    },
+    /// A shard's contents do not match what this version reads.
     #[error("shard {} is not readable: {message}", path.display())]
     Shard {
         /// The shard file.
@@ -112,7 +121,7 @@ pub enum DatasetError {
     },
     /// A dataset location that cannot be used.
     #[error(transparent)]
-    Location(#[from] crate::storage::LocationError),
+    Location(#[from] LocationError),
     /// The replay configuration cannot produce batches.
     #[error("invalid replay configuration: {0}")]
     Config(String),
@@ -144,4 +153,61 @@ impl<T> ArrowContext<T> for std::result::Result<T, ArrowError> {
     fn arrow(self, context: impl FnOnce() -> String) -> Result<T> {
         self.map_err(|source| DatasetError::Arrow { context: context(), source })
     }
+}
+
+/// A dataset location that cannot be used.
+#[derive(Debug, Error)]
+pub enum LocationError {
+    /// The text has a scheme (`...://`) but is not a valid URL.
+    #[error("dataset location {text:?} is not a valid URL: {source}")]
+    Url {
+        /// The location as given.
+        text: String,
+        /// What the URL parser found wrong.
+        #[source]
+        source: url::ParseError,
+    },
+    /// The scheme is not one of ours.
+    #[error(
+        "dataset location {text:?} has the unsupported scheme {scheme:?}: use a local path, file:///PATH, \
+         s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or az://CONTAINER/PREFIX"
+    )]
+    Scheme {
+        /// The location as given.
+        text: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// An object store URL without a bucket (or container).
+    #[error("dataset location {text:?} names no bucket: write {scheme}://BUCKET/PREFIX")]
+    NoBucket {
+        /// The location as given.
+        text: String,
+        /// Its scheme.
+        scheme: String,
+    },
+    /// An option given for the object store's client that it does not know.
+    #[error("dataset location {text:?}: the object store has no option {key:?}")]
+    Option {
+        /// The location as given.
+        text: String,
+        /// The unknown option.
+        key: String,
+    },
+    /// A `file://` URL that is not an absolute local path.
+    #[error("dataset location {text:?} is not a local path: write file:///ABSOLUTE/PATH")]
+    FileUrl {
+        /// The location as given.
+        text: String,
+    },
+    /// The object store's client cannot be configured (a bad value in its environment variables,
+    /// a prefix that is not a valid object path).
+    #[error("cannot configure the object store for {text:?}: {source}")]
+    Store {
+        /// The location as given.
+        text: String,
+        /// The object store's complaint.
+        #[source]
+        source: object_store::Error,
+    },
 }

@@ -15,7 +15,7 @@ use xiangqi::notation::{MoveNotation, pgn};
 
 use crate::dataset::Dataset;
 use crate::error::{ArrowContext, DatasetError, IoContext, Result};
-use crate::manifest::tmp_name;
+use crate::layout::tmp_name;
 use crate::record::GameRecord;
 use crate::schema::{self, meta};
 

@@ -53,6 +53,7 @@
 mod dataset;
 mod error;
 pub mod export;
+pub mod layout;
 pub mod manifest;
 mod record;
 mod replay;
@@ -63,7 +64,7 @@ pub mod synthetic;
 mod writer;
 
 pub use dataset::{Dataset, IgnoredFile, IgnoredReason, RecoveryReport, ShardBatches, read_ipc_file};
-pub use error::{DatasetError, Result};
+pub use error::{DatasetError, LocationError, Result};
 pub use manifest::{Manifest, ShardEntry, ShardKind};
 pub use record::{
     GameId, GameRecord, GameResult, MIRROR, ParseGameIdError, PlySearch, PolicyEntry, SampleRecord, decode_board,
@@ -73,5 +74,5 @@ pub use replay::{
     Batch, EpochBatches, GrowingWindow, MOVE_CODES, ReplayConfig, ReplayLoader, ReplayWindow, SampleColumns, WindowSize,
 };
 pub use stats::DatasetStats;
-pub use storage::{DatasetLocation, LocationError, ObjectPrefix};
+pub use storage::{DatasetLocation, ObjectPrefix};
 pub use writer::{Compaction, Compression, DatasetWriter, WriterConfig};

@@ -11,15 +11,10 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{DatasetError, Result};
+use crate::layout::MANIFEST_FILE;
 use crate::schema::SCHEMA_VERSION;
 use crate::storage::{DatasetLocation, Version};
 
-/// The manifest's file name.
-pub const MANIFEST_FILE: &str = "manifest.json";
-/// The writer's lock file name.
-pub const LOCK_FILE: &str = "writer.lock";
-/// Suffix of files being written.
-pub const TMP_SUFFIX: &str = ".tmp";
 /// The value of [`Manifest::format`].
 pub const FORMAT: &str = "xqz-dataset";
 
@@ -218,17 +213,13 @@ impl Manifest {
     }
 }
 
-/// The temporary name a file is written under before its rename.
-pub fn tmp_name(name: &str) -> String {
-    format!("{name}{TMP_SUFFIX}")
-}
-
 #[cfg(test)]
 mod tests {
     use std::fs;
 
     use super::*;
     use crate::error::IoContext;
+    use crate::layout::tmp_name;
 
     #[test]
     fn shard_names_parse() {

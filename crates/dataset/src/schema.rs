@@ -258,30 +258,59 @@ impl ShardMetadata {
     }
 }
 
+/// How a shard's schema differs from the one this version reads.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaMismatch {
+    /// `xqz.schema_version` or `xqz.kind` differs.
+    #[error("metadata {key} is {actual:?}, expected {expected:?}")]
+    Metadata {
+        /// The metadata key.
+        key: &'static str,
+        /// Its value in the shard.
+        actual: Option<String>,
+        /// The value this version reads.
+        expected: Option<String>,
+    },
+    /// Another number of columns.
+    #[error("{actual} columns, expected {expected}")]
+    Columns {
+        /// The shard's.
+        actual: usize,
+        /// This version's.
+        expected: usize,
+    },
+    /// A column differs in name, type or nullability.
+    #[error(
+        "column {:?} is {} (nullable {}), expected {:?} {} (nullable {})",
+        actual.name(), actual.data_type(), actual.is_nullable(), expected.name(), expected.data_type(), expected.is_nullable()
+    )]
+    Column {
+        /// The shard's column.
+        actual: Box<arrow_schema::Field>,
+        /// This version's column in its place.
+        expected: Box<arrow_schema::Field>,
+    },
+}
+
 /// Checks that `actual` has `expected`'s columns (names, types, nullability, in order) and the
-/// same `xqz.schema_version` and `xqz.kind`; returns a description of the first difference.
-pub fn check_compatible(expected: &Schema, actual: &Schema) -> Result<(), String> {
+/// same `xqz.schema_version` and `xqz.kind`; the error is the first difference.
+pub fn check_compatible(expected: &Schema, actual: &Schema) -> Result<(), SchemaMismatch> {
     for key in [meta::SCHEMA_VERSION, meta::KIND] {
         let want = expected.metadata().get(key);
         let got = actual.metadata().get(key);
         if want != got {
-            return Err(format!("metadata {key} is {got:?}, expected {want:?}"));
+            return Err(SchemaMismatch::Metadata { key, actual: got.cloned(), expected: want.cloned() });
         }
     }
     if expected.fields().len() != actual.fields().len() {
-        return Err(format!("{} columns, expected {}", actual.fields().len(), expected.fields().len()));
+        return Err(SchemaMismatch::Columns { actual: actual.fields().len(), expected: expected.fields().len() });
     }
     for (want, got) in expected.fields().iter().zip(actual.fields().iter()) {
         if want.name() != got.name() || want.data_type() != got.data_type() || want.is_nullable() != got.is_nullable() {
-            return Err(format!(
-                "column {:?} is {} (nullable {}), expected {:?} {} (nullable {})",
-                got.name(),
-                got.data_type(),
-                got.is_nullable(),
-                want.name(),
-                want.data_type(),
-                want.is_nullable()
-            ));
+            return Err(SchemaMismatch::Column {
+                actual: Box::new((**got).clone()),
+                expected: Box::new((**want).clone()),
+            });
         }
     }
     Ok(())
@@ -298,7 +327,8 @@ mod tests {
             assert_eq!(schema.metadata()[meta::SCHEMA_VERSION], "3");
         }
         let err = check_compatible(&games_schema(), &samples_schema()).unwrap_err();
-        assert!(err.contains("xqz.kind"), "{err}");
+        assert!(matches!(err, SchemaMismatch::Metadata { key: meta::KIND, .. }), "{err}");
+        assert!(err.to_string().contains("xqz.kind"), "{err}");
     }
 
     #[test]

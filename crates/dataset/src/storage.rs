@@ -52,11 +52,10 @@ use object_store::gcp::GoogleCloudStorageBuilder;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutOptions, UpdateVersion};
 use serde::{Deserialize, Serialize};
-use thiserror::Error;
 use tokio::runtime::Runtime;
 
-use crate::error::{DatasetError, IoContext, Result};
-use crate::manifest::{LOCK_FILE, tmp_name};
+use crate::error::{DatasetError, IoContext, LocationError, Result};
+use crate::layout::{LOCK_FILE, tmp_name};
 
 /// The time to live of a writer's lease on an object store prefix, unless set with
 /// [`ObjectPrefix::with_lease_ttl`].
@@ -64,63 +63,6 @@ pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 
 /// The URL schemes of the object stores (S3, Google Cloud Storage, Azure Blob).
 const OBJECT_SCHEMES: [&str; 8] = ["s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "adl"];
-
-/// A dataset location that cannot be used.
-#[derive(Debug, Error)]
-pub enum LocationError {
-    /// The text has a scheme (`...://`) but is not a valid URL.
-    #[error("dataset location {text:?} is not a valid URL: {source}")]
-    Url {
-        /// The location as given.
-        text: String,
-        /// What the URL parser found wrong.
-        #[source]
-        source: url::ParseError,
-    },
-    /// The scheme is not one of ours.
-    #[error(
-        "dataset location {text:?} has the unsupported scheme {scheme:?}: use a local path, file:///PATH, \
-         s3://BUCKET/PREFIX, gs://BUCKET/PREFIX or az://CONTAINER/PREFIX"
-    )]
-    Scheme {
-        /// The location as given.
-        text: String,
-        /// Its scheme.
-        scheme: String,
-    },
-    /// An object store URL without a bucket (or container).
-    #[error("dataset location {text:?} names no bucket: write {scheme}://BUCKET/PREFIX")]
-    NoBucket {
-        /// The location as given.
-        text: String,
-        /// Its scheme.
-        scheme: String,
-    },
-    /// An option given for the object store's client that it does not know.
-    #[error("dataset location {text:?}: the object store has no option {key:?}")]
-    Option {
-        /// The location as given.
-        text: String,
-        /// The unknown option.
-        key: String,
-    },
-    /// A `file://` URL that is not an absolute local path.
-    #[error("dataset location {text:?} is not a local path: write file:///ABSOLUTE/PATH")]
-    FileUrl {
-        /// The location as given.
-        text: String,
-    },
-    /// The object store's client cannot be configured (a bad value in its environment variables,
-    /// a prefix that is not a valid object path).
-    #[error("cannot configure the object store for {text:?}: {source}")]
-    Store {
-        /// The location as given.
-        text: String,
-        /// The object store's complaint.
-        #[source]
-        source: object_store::Error,
-    },
-}
 
 /// A prefix in an object store that holds a dataset, with the time to live of writers' leases.
 #[derive(Clone, Debug)]

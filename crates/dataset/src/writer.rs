@@ -19,7 +19,8 @@ use arrow_schema::Schema;
 
 use crate::dataset::{IgnoredReason, RecoveryReport, read_shard, scan};
 use crate::error::{ArrowContext, DatasetError, Result};
-use crate::manifest::{Manifest, RETIRED_GRACE_MS, Retired, ShardEntry, ShardKind, TMP_SUFFIX, parse_shard_file_name};
+use crate::layout::TMP_SUFFIX;
+use crate::manifest::{Manifest, RETIRED_GRACE_MS, Retired, ShardEntry, ShardKind, parse_shard_file_name};
 use crate::record::{GameRecord, SampleRecord, games_to_batch, samples_to_batch, validate};
 use crate::schema::{self, ShardMetadata};
 use crate::storage::{DatasetLocation, Version, WriterLock};

@@ -7,7 +7,7 @@ use std::fs;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use xqz_dataset::manifest::{MANIFEST_FILE, tmp_name};
+use xqz_dataset::layout::{MANIFEST_FILE, tmp_name};
 use xqz_dataset::{Compression, Dataset, DatasetWriter, IgnoredReason, ShardKind};
 
 use common::*;

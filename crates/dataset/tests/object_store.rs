@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use object_store::memory::InMemory;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
-use xqz_dataset::manifest::MANIFEST_FILE;
+use xqz_dataset::layout::MANIFEST_FILE;
 use xqz_dataset::{
     Batch, Compression, Dataset, DatasetError, DatasetLocation, DatasetWriter, GameRecord, IgnoredReason, ObjectPrefix,
     ReplayConfig, ReplayLoader, ReplayWindow, SampleRecord, WriterConfig,

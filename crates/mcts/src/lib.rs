@@ -19,6 +19,7 @@ mod evaluator;
 mod mate;
 mod openings;
 mod search;
+mod seed;
 mod selfplay;
 mod settings;
 mod tree;
@@ -26,9 +27,9 @@ mod tree;
 pub use evaluator::{EvalError, Evaluation, Evaluator, MaterialEvaluator, Pending, UniformEvaluator};
 pub use openings::{OpeningSuite, SuiteError};
 pub use search::{search, search_until};
+pub use seed::game_seed;
 pub use selfplay::{
-    LiveConfig, PlyRecord, PolicyTarget, ResignConfig, Resignation, SelfPlayConfig, SelfPlayGame, SelfPlayStats,
-    game_seed, replay, self_play, self_play_live,
+    LiveConfig, PlyRecord, Resignation, SelfPlayConfig, SelfPlayGame, SelfPlayStats, replay, self_play, self_play_live,
 };
-pub use settings::{ParsePolicyTargetError, PlaySchedule, PlaySettings, SettingsError};
+pub use settings::{ParsePolicyTargetError, PlaySchedule, PlaySettings, PolicyTarget, ResignConfig, SettingsError};
 pub use tree::{Line, PendingLeaf, RootStats, SearchConfig, Selection, Tree};

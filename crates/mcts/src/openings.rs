@@ -28,7 +28,7 @@ use rand_chacha::ChaCha8Rng;
 use xiangqi::Position;
 use xiangqi::game::{Game, GameConfig};
 
-use crate::selfplay::game_seed;
+use crate::seed::game_seed;
 
 /// A suite that cannot be used, naming the line (of a file) or entry (of a message) at fault.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

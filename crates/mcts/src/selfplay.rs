@@ -7,75 +7,36 @@
 //! and report whether resigning would have been a false positive. Every game has its own seed, so
 //! it replays exactly with the same evaluator ([`replay`]).
 
+use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use xiangqi::game::{Game, GameConfig};
+use xiangqi::game::Game;
 use xiangqi::{Color, Move};
 
 use crate::evaluator::{EvalError, Evaluator, Pending};
 use crate::openings::OpeningSuite;
 use crate::search::{checked_answers, collect_leaves, submit_leaves};
+use crate::seed::game_seed;
 use crate::settings::PlaySettings;
-use crate::tree::{PendingLeaf, RootStats, SearchConfig, Tree};
+use crate::tree::{PendingLeaf, SearchConfig, Tree};
 
-/// When a side gives up.
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub struct ResignConfig {
-    /// A side resigns when its searched value (win - loss, in [-1, 1]) stays below this...
-    pub threshold: f32,
-    /// ...for this many of its own moves in a row.
-    pub consecutive: u32,
-    /// Fraction of games in which nobody resigns (to measure false positives).
-    pub disabled_fraction: f64,
-}
-
-/// How self-play games are played: the driver's view of [`PlaySettings`] (which builds it with
-/// [`PlaySettings::self_play_config`]) plus the run's threads and seed.
+/// How self-play games are played: the coordinator's (or the command line's) [`PlaySettings`] as
+/// they are, plus what belongs to this run alone (threads, seed, the opening suite, the settings
+/// version). Built by [`PlaySettings::self_play_config`]; the driver reads the settings through
+/// `Deref`, so a new setting needs no field here.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SelfPlayConfig {
-    /// Search settings.
+    /// The settings the games are played under.
+    pub settings: PlaySettings,
+    /// Search settings: the defaults with the settings' `mate_moves`.
     pub search: SearchConfig,
-    /// Playouts of a full search (policy target, root noise).
-    pub playouts: u32,
-    /// Playouts of a cheap search (not a policy target).
-    pub cheap_playouts: u32,
-    /// Probability that a move gets a full search (1 turns playout cap randomization off).
-    pub full_search_probability: f64,
-    /// Dirichlet noise concentration at the root of full searches.
-    pub dirichlet_alpha: f32,
-    /// Weight of the noise in the root priors (0 turns it off).
-    pub dirichlet_fraction: f32,
-    /// Moves are drawn in proportion to visits^(1/temperature) for the first `temperature_plies`.
-    pub temperature: f32,
-    /// See `temperature`; afterwards `late_temperature` applies.
-    pub temperature_plies: u32,
-    /// The temperature after `temperature_plies` (0 plays the most visited move). Above 0 (as
-    /// in KataGo, whose self-play temperature never reaches 0) it keeps a network that rates
-    /// everything a draw from shuffling into repetition draws, which teach it nothing.
-    pub late_temperature: f32,
-    /// Softmax temperature of the priors at the root of full searches (KataGo's root policy
-    /// temperature; 1 leaves them as they are). Above 1 it flattens them: with few playouts the
-    /// visits, and so the policy target, lose the prior's tail, and training on them sharpens
-    /// the policy move after move until self-play only repeats itself.
-    pub root_policy_temperature: f32,
-    /// The policy target of a full search.
-    pub policy_target: PolicyTarget,
-    /// Gumbel root search with sequential halving over this many root moves ([`Tree::plan_gumbel`],
-    /// for full and cheap searches alike); 0 searches the root by PUCT. Its Gumbel noise takes
-    /// the place of the root's Dirichlet noise and of the move temperature.
-    pub gumbel_considered: u32,
-    /// Share of games that start from a position of `openings` ([`OpeningSuite::start`]).
-    pub opening_share: f64,
-    /// The suite those games start from; `None`: every game starts from the standard start.
+    /// The suite that [`PlaySettings::opening_share`] of the games start from
+    /// ([`OpeningSuite::start`]); `None`: every game starts from the standard start.
     pub openings: Option<Arc<OpeningSuite>>,
-    /// Resignation; `None` plays every game to its end.
-    pub resign: Option<ResignConfig>,
-    /// Rules and limits of the games.
-    pub game: GameConfig,
     /// Keep the subtree of the played move for the next search.
     pub reuse_tree: bool,
     /// Games each thread plays at once.
@@ -89,6 +50,31 @@ pub struct SelfPlayConfig {
     pub settings_version: u64,
 }
 
+impl Deref for SelfPlayConfig {
+    type Target = PlaySettings;
+    fn deref(&self) -> &PlaySettings {
+        &self.settings
+    }
+}
+
+// Here rather than beside the settings: the settings know nothing of the driver that plays by them.
+impl PlaySettings {
+    /// The self-play driver's config under these settings, on `threads` threads playing
+    /// `games_per_thread` games each, seeded with `seed`.
+    pub fn self_play_config(&self, threads: usize, games_per_thread: usize, seed: u64) -> SelfPlayConfig {
+        SelfPlayConfig {
+            settings: self.clone(),
+            search: SearchConfig { mate_moves: self.mate_moves, ..SearchConfig::default() },
+            openings: None,
+            reuse_tree: true,
+            games_per_thread: games_per_thread.max(1),
+            threads: threads.max(1),
+            seed,
+            settings_version: 0,
+        }
+    }
+}
+
 impl Default for SelfPlayConfig {
     /// The default [`PlaySettings`] on one thread of 32 games, seed 0.
     fn default() -> SelfPlayConfig {
@@ -96,40 +82,10 @@ impl Default for SelfPlayConfig {
     }
 }
 
-/// What a full search records as its policy target.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum PolicyTarget {
-    /// The visit fractions (AlphaZero).
-    Visits,
-    /// Gumbel MuZero's completed-Q policy ([`RootStats::completed_q_policy`]).
-    CompletedQ,
-    /// The completed-Q policy without the prior ([`RootStats::q_softmax_policy`]).
-    QSoftmax,
-}
-
-impl PolicyTarget {
-    /// The target of a search whose root is `root`, with the network's `priors` (before noise).
-    pub fn of(self, root: &RootStats, priors: &[f32]) -> Vec<(Move, f32)> {
-        match self {
-            PolicyTarget::Visits => root.policy(),
-            PolicyTarget::CompletedQ => root.completed_q_policy(priors),
-            PolicyTarget::QSoftmax => root.q_softmax_policy(priors),
-        }
-    }
-}
-
-/// The seed of game `index` of a run seeded with `base` (SplitMix64 of both).
-pub fn game_seed(base: u64, index: u64) -> u64 {
-    let mut z = base ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// The search made before one move.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlyRecord {
-    /// The policy target when `full_search` ([`SelfPlayConfig::policy_target`]), over the
+    /// The policy target when `full_search` ([`PlaySettings::policy_target`]), over the
     /// legal moves.
     pub policy: Vec<(Move, f32)>,
     /// The search's win/draw/loss for the side to move.
@@ -284,10 +240,13 @@ impl Slot {
     fn new(config: Arc<SelfPlayConfig>, index: u64) -> Slot {
         let seed = game_seed(config.seed, index);
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let resign_allowed = config.resign.is_some_and(|r| !rng.random_bool(r.disabled_fraction.clamp(0.0, 1.0)));
+        let resign_allowed =
+            config.resign_config().is_some_and(|r| !rng.random_bool(r.disabled_fraction.clamp(0.0, 1.0)));
         let start = config.openings.as_ref().and_then(|suite| suite.start(config.opening_share, seed));
-        let game =
-            start.map_or_else(|| Game::new(config.game), |start| Game::from_position(start.clone(), config.game));
+        let game = start.map_or_else(
+            || Game::new(config.game_config()),
+            |start| Game::from_position(start.clone(), config.game_config()),
+        );
         let tree = Tree::new(game);
         let mut slot = Slot {
             config,
@@ -358,7 +317,7 @@ impl Slot {
         };
         let policy = if self.full { config.policy_target.of(&root, &self.priors) } else { root.policy() };
         self.plies.push(PlyRecord { policy, root_wdl: root.wdl, full_search: self.full, playouts: root.playouts() });
-        if let Some(resign) = config.resign {
+        if let Some(resign) = config.resign_config() {
             let streak = &mut self.streak[side.index()];
             *streak = if root.value() < resign.threshold { *streak + 1 } else { 0 };
             if *streak >= resign.consecutive && self.resignation.is_none() {
@@ -507,8 +466,10 @@ fn play_games<E: Evaluator + ?Sized>(
 /// use std::sync::atomic::AtomicBool;
 /// use xqz_mcts::{MaterialEvaluator, SelfPlayConfig, self_play};
 ///
-/// let config = SelfPlayConfig { playouts: 16, cheap_playouts: 8, games_per_thread: 2, ..Default::default() };
-/// let config = SelfPlayConfig { game: xiangqi::game::GameConfig { max_plies: Some(10), ..config.game }, ..config };
+/// use xqz_mcts::PlaySettings;
+///
+/// let settings = PlaySettings { playouts: 16, cheap_playouts: 8, max_plies: 10, ..Default::default() };
+/// let config = settings.self_play_config(1, 2, 0);
 /// let mut lengths = Vec::new();
 /// let stats = self_play(&config, MaterialEvaluator, 3, &AtomicBool::new(false), |g| lengths.push(g.game.len()))?;
 /// assert_eq!((stats.games, lengths.len()), (3, 3));
@@ -585,4 +546,19 @@ pub fn replay<E: Evaluator + ?Sized>(
     let live = LiveConfig::new(config.clone());
     play_games(evaluator, &live, || once.take(), &AtomicBool::new(false), |g| out = Some(g))?;
     Ok(out.expect("the game finishes"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_driver_config_follows_the_settings() {
+        let settings = PlaySettings { mate_moves: 2, resign: false, max_plies: 0, ..Default::default() };
+        let config = settings.self_play_config(2, 8, 5);
+        assert_eq!((config.search.mate_moves, config.resign_config(), config.game_config().max_plies), (2, None, None));
+        assert_eq!(config.settings, settings);
+        assert_eq!((config.threads, config.games_per_thread, config.seed), (2, 8, 5));
+        assert_eq!(SelfPlayConfig::default(), PlaySettings::default().self_play_config(1, 32, 0));
+    }
 }

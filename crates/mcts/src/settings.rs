@@ -2,7 +2,7 @@
 //! by and the coordinator replays submissions under. One type, [`PlaySettings`], owns the
 //! settings, their defaults ([`Default`]), their checks ([`PlaySettings::validate`]), the rules
 //! games are adjudicated under ([`PlaySettings::game_config`]) and the search driver's config
-//! ([`PlaySettings::self_play_config`]); its wire form lives in the proto crate, its file form is
+//! ([`PlaySettings::self_play_config`], beside the driver); its wire form lives in the proto crate, its file form is
 //! its serde form (TOML in a run folder's `settings.toml`), and with the `clap` feature it is also
 //! the command-line flag group of every role that sets it.
 //!
@@ -21,10 +21,10 @@ use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
+use xiangqi::Move;
 use xiangqi::game::{GameConfig, Ruleset};
 
-use crate::selfplay::{PolicyTarget, ResignConfig, SelfPlayConfig};
-use crate::tree::SearchConfig;
+use crate::tree::{RootStats, SearchConfig};
 
 /// How self-play games are played and adjudicated; see the module docs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -241,32 +241,37 @@ impl PlaySettings {
             disabled_fraction: self.resign_disabled_fraction,
         })
     }
+}
 
-    /// The self-play driver's config under these settings, on `threads` threads playing
-    /// `games_per_thread` games each, seeded with `seed`.
-    pub fn self_play_config(&self, threads: usize, games_per_thread: usize, seed: u64) -> SelfPlayConfig {
-        SelfPlayConfig {
-            search: SearchConfig { mate_moves: self.mate_moves, ..SearchConfig::default() },
-            playouts: self.playouts,
-            cheap_playouts: self.cheap_playouts,
-            full_search_probability: self.full_search_probability,
-            dirichlet_alpha: self.dirichlet_alpha,
-            dirichlet_fraction: self.dirichlet_fraction,
-            temperature: self.temperature,
-            temperature_plies: self.temperature_plies,
-            late_temperature: self.late_temperature,
-            root_policy_temperature: self.root_policy_temperature,
-            policy_target: self.policy_target,
-            gumbel_considered: self.gumbel_considered,
-            opening_share: self.opening_share,
-            openings: None,
-            resign: self.resign_config(),
-            game: self.game_config(),
-            reuse_tree: true,
-            games_per_thread: games_per_thread.max(1),
-            threads: threads.max(1),
-            seed,
-            settings_version: 0,
+/// When a side gives up.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct ResignConfig {
+    /// A side resigns when its searched value (win - loss, in [-1, 1]) stays below this...
+    pub threshold: f32,
+    /// ...for this many of its own moves in a row.
+    pub consecutive: u32,
+    /// Fraction of games in which nobody resigns (to measure false positives).
+    pub disabled_fraction: f64,
+}
+
+/// What a full search records as its policy target.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PolicyTarget {
+    /// The visit fractions (AlphaZero).
+    Visits,
+    /// Gumbel MuZero's completed-Q policy ([`RootStats::completed_q_policy`]).
+    CompletedQ,
+    /// The completed-Q policy without the prior ([`RootStats::q_softmax_policy`]).
+    QSoftmax,
+}
+
+impl PolicyTarget {
+    /// The target of a search whose root is `root`, with the network's `priors` (before noise).
+    pub fn of(self, root: &RootStats, priors: &[f32]) -> Vec<(Move, f32)> {
+        match self {
+            PolicyTarget::Visits => root.policy(),
+            PolicyTarget::CompletedQ => root.completed_q_policy(priors),
+            PolicyTarget::QSoftmax => root.q_softmax_policy(priors),
         }
     }
 }
@@ -434,14 +439,5 @@ mod tests {
         assert!(toml::from_str::<PlaySettings>("playout = 3").unwrap_err().to_string().contains("playout"));
         assert!(toml::from_str::<PlaySettings>("ruleset = \"fide\"").unwrap_err().to_string().contains("fide"));
         assert!(toml::from_str::<PlaySettings>("policy_target = \"best\"").unwrap_err().to_string().contains("best"));
-    }
-
-    #[test]
-    fn the_driver_config_follows_the_settings() {
-        let settings = PlaySettings { mate_moves: 2, resign: false, max_plies: 0, ..Default::default() };
-        let config = settings.self_play_config(2, 8, 5);
-        assert_eq!((config.search.mate_moves, config.resign, config.game.max_plies), (2, None, None));
-        assert_eq!((config.threads, config.games_per_thread, config.seed), (2, 8, 5));
-        assert_eq!(SelfPlayConfig::default(), PlaySettings::default().self_play_config(1, 32, 0));
     }
 }

@@ -10,7 +10,7 @@ use rand_chacha::ChaCha8Rng;
 use xiangqi::game::{Game, GameConfig, Reason};
 use xiangqi::{Move, Position};
 use xqz_mcts::{
-    EvalError, Evaluation, Evaluator, MaterialEvaluator, OpeningSuite, Pending, RootStats, SearchConfig,
+    EvalError, Evaluation, Evaluator, MaterialEvaluator, OpeningSuite, Pending, PlaySettings, RootStats, SearchConfig,
     SelfPlayConfig, Tree, UniformEvaluator, replay, search, search_until, self_play,
 };
 
@@ -499,21 +499,32 @@ fn a_wrong_answer_is_an_error() {
     assert!(err.to_string().contains("1 priors (expected 44)"), "{err}");
 }
 
-fn short_config() -> SelfPlayConfig {
-    SelfPlayConfig {
+/// Short games by the rules alone: a cap of 40 plies, no material adjudication.
+fn short_settings() -> PlaySettings {
+    PlaySettings {
         playouts: 24,
         cheap_playouts: 8,
-        games_per_thread: 3,
-        threads: 2,
-        seed: 42,
-        game: GameConfig { max_plies: Some(40), ..GameConfig::default() },
-        ..SelfPlayConfig::default()
+        max_plies: 40,
+        material_adjudication: 0,
+        repeater_loses: false,
+        ..PlaySettings::default()
     }
+}
+
+fn short_config() -> SelfPlayConfig {
+    short_settings().self_play_config(2, 3, 42)
+}
+
+/// [`short_config`] under other settings.
+fn short_config_with(settings: PlaySettings) -> SelfPlayConfig {
+    SelfPlayConfig { settings, ..short_config() }
 }
 
 #[test]
 fn self_play_games_replay_from_their_seeds() {
-    for config in [short_config(), SelfPlayConfig { gumbel_considered: 8, ..short_config() }, from_suite(0.5)] {
+    for config in
+        [short_config(), short_config_with(PlaySettings { gumbel_considered: 8, ..short_settings() }), from_suite(0.5)]
+    {
         assert_games_replay_from_their_seeds(&config);
     }
 }
@@ -526,7 +537,10 @@ fn from_suite(share: f64) -> SelfPlayConfig {
          rnbakabnr/9/1c5c1/p1p1p1p1p/9/9/P1P1P1P1P/1C4NC1/9/RNBAKAB1R b - - 1 1",
     )
     .unwrap();
-    SelfPlayConfig { opening_share: share, openings: Some(Arc::new(suite)), ..short_config() }
+    SelfPlayConfig {
+        openings: Some(Arc::new(suite)),
+        ..short_config_with(PlaySettings { opening_share: share, ..short_settings() })
+    }
 }
 
 #[test]
@@ -540,7 +554,7 @@ fn a_share_of_self_play_games_start_from_the_suite() {
     assert!(starts(&from_suite(1.0)).iter().all(|fen| suite.contains(&fen.parse().unwrap())));
     assert!(starts(&from_suite(0.0)).iter().all(|fen| fen == xiangqi::START_FEN));
     // Without a suite the share means nothing.
-    let no_suite = SelfPlayConfig { opening_share: 1.0, ..short_config() };
+    let no_suite = short_config_with(PlaySettings { opening_share: 1.0, ..short_settings() });
     assert!(starts(&no_suite).iter().all(|fen| fen == xiangqi::START_FEN));
 }
 
@@ -639,7 +653,7 @@ fn assert_games_replay_from_their_seeds(config: &SelfPlayConfig) {
 
 #[test]
 fn self_play_records_one_search_per_move_with_capped_playouts() {
-    let config = SelfPlayConfig { full_search_probability: 0.5, ..short_config() };
+    let config = short_config_with(PlaySettings { full_search_probability: 0.5, ..short_settings() });
     let games = Mutex::new(Vec::new());
     self_play(&config, MaterialEvaluator, 4, &AtomicBool::new(false), |g| games.lock().unwrap().push(g)).unwrap();
     let (mut full, mut cheap) = (0, 0);
@@ -664,11 +678,14 @@ fn self_play_records_one_search_per_move_with_capped_playouts() {
 #[test]
 fn resignation_ends_lost_games_and_checks_false_positives() {
     // A rook and a horse up for Red from the start: Black's value is low at once.
-    let config = SelfPlayConfig {
-        resign: Some(xqz_mcts::ResignConfig { threshold: -0.5, consecutive: 2, disabled_fraction: 0.5 }),
-        threads: 1,
-        ..short_config()
+    let settings = PlaySettings {
+        resign: true,
+        resign_threshold: -0.5,
+        resign_consecutive: 2,
+        resign_disabled_fraction: 0.5,
+        ..short_settings()
     };
+    let config = SelfPlayConfig { threads: 1, ..short_config_with(settings) };
     let games = Mutex::new(Vec::new());
     self_play(&config, MaterialEvaluator, 12, &AtomicBool::new(false), |g| games.lock().unwrap().push(g)).unwrap();
     let games = games.into_inner().unwrap();
@@ -779,9 +796,11 @@ fn the_searched_values_are_rescaled_so_that_small_differences_still_shape_the_ta
 
 #[test]
 fn a_live_config_switches_settings_between_games() {
-    let first = SelfPlayConfig { threads: 1, games_per_thread: 1, settings_version: 1, resign: None, ..short_config() };
+    let no_resign = PlaySettings { resign: false, ..short_settings() };
+    let first =
+        SelfPlayConfig { threads: 1, games_per_thread: 1, settings_version: 1, ..short_config_with(no_resign.clone()) };
     let second =
-        SelfPlayConfig { settings_version: 2, game: GameConfig { max_plies: Some(6), ..first.game }, ..first.clone() };
+        SelfPlayConfig { settings_version: 2, settings: PlaySettings { max_plies: 6, ..no_resign }, ..first.clone() };
     let live = xqz_mcts::LiveConfig::new(first);
     let mut played = Vec::new();
     xqz_mcts::self_play_live(&live, MaterialEvaluator, 3, &AtomicBool::new(false), |g| {
@@ -797,7 +816,11 @@ fn a_live_config_switches_settings_between_games() {
 
 #[test]
 fn a_closed_live_config_starts_no_game_and_finishes_those_in_progress() {
-    let config = SelfPlayConfig { threads: 1, games_per_thread: 3, resign: None, ..short_config() };
+    let config = SelfPlayConfig {
+        threads: 1,
+        games_per_thread: 3,
+        ..short_config_with(PlaySettings { resign: false, ..short_settings() })
+    };
     let live = xqz_mcts::LiveConfig::new(config);
     let mut finished = Vec::new();
     let stats = xqz_mcts::self_play_live(&live, MaterialEvaluator, 100, &AtomicBool::new(false), |g| {

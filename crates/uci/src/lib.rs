@@ -63,11 +63,15 @@ pub struct BookChoice {
     pub note: String,
 }
 
+/// Why a book could not be opened or probed: the book's own error, whichever crate reads the book
+/// (the engine only reports it to the GUI).
+pub type BookError = Box<dyn std::error::Error + Send + Sync>;
+
 /// A book opened by a [`BookLoader`]: the move it plays in a position, if it has one.
-pub type BookProbe = Box<dyn FnMut(&Position) -> Result<Option<BookChoice>, String>>;
+pub type BookProbe = Box<dyn FnMut(&Position) -> Result<Option<BookChoice>, BookError>>;
 
 /// Opens the book file the `BookFile` option names.
-pub type BookLoader = Box<dyn FnMut(&str) -> Result<BookProbe, String>>;
+pub type BookLoader = Box<dyn FnMut(&str) -> Result<BookProbe, BookError>>;
 
 /// The engine's UCI options.
 #[derive(Clone, Debug, PartialEq)]

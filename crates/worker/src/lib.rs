@@ -2,12 +2,12 @@
 //! locally into a dataset folder ([`play_into`]) or for a coordinator ([`remote`]).
 //!
 //! ```
-//! use xqz_mcts::{MaterialEvaluator, SelfPlayConfig};
+//! use xqz_mcts::{MaterialEvaluator, PlaySettings};
 //! use xqz_worker::{LocalSelfPlay, play_into};
 //!
 //! let dir = tempfile::tempdir()?;
-//! let config = SelfPlayConfig { playouts: 8, cheap_playouts: 4, ..Default::default() };
-//! let config = SelfPlayConfig { game: xiangqi::game::GameConfig { max_plies: Some(6), ..config.game }, ..config };
+//! let settings = PlaySettings { playouts: 8, cheap_playouts: 4, max_plies: 6, ..Default::default() };
+//! let config = settings.self_play_config(1, 32, 0);
 //! let run = LocalSelfPlay { games: 2, model_version: 0, worker_id: "doc".into() };
 //! let report = play_into(dir.path(), &config, MaterialEvaluator, &run, |_| {})?;
 //! assert_eq!(report.stats.games, 2);
@@ -25,4 +25,3 @@ pub mod spool;
 pub use backoff::Backoff;
 pub use local::{LocalReport, LocalSelfPlay, WorkerError, play_into};
 pub use metrics::WorkerMetrics;
-pub use record::to_records;

@@ -1,22 +1,21 @@
 //! Local self-play writes complete, valid games to a dataset that reads back.
 
-use xiangqi::game::GameConfig;
 use xqz_dataset::Dataset;
-use xqz_mcts::{MaterialEvaluator, SelfPlayConfig};
+use xqz_mcts::{MaterialEvaluator, PlaySettings};
 use xqz_worker::{LocalSelfPlay, play_into};
 
 #[test]
 fn local_self_play_fills_a_dataset() {
     let dir = tempfile::tempdir().unwrap();
-    let config = SelfPlayConfig {
+    let settings = PlaySettings {
         playouts: 16,
         cheap_playouts: 4,
-        threads: 2,
-        games_per_thread: 3,
-        seed: 9,
-        game: GameConfig { max_plies: Some(30), ..GameConfig::default() },
-        ..SelfPlayConfig::default()
+        max_plies: 30,
+        material_adjudication: 0,
+        repeater_loses: false,
+        ..PlaySettings::default()
     };
+    let config = settings.self_play_config(2, 3, 9);
     let run = LocalSelfPlay { games: 7, model_version: 3, worker_id: "test-worker".into() };
     let mut seen = 0;
     let report = play_into(dir.path(), &config, MaterialEvaluator, &run, |_| seen += 1).unwrap();

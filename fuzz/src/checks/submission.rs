@@ -17,7 +17,7 @@ use arbitrary::{Result, Unstructured};
 use prost::Message;
 use xiangqi::Position;
 use xiangqi::game::{Game, Ruleset};
-use xqz_coordinator::{Limits, SettingsHistory, WorkerIds, check_request, validate_games};
+use xqz_coordinator::{Against, Limits, SettingsHistory, WorkerIds, check_request, validate_games};
 use xqz_dataset::{GameId, GameRecord, GameResult, PlySearch, PolicyEntry, SampleRecord};
 use xqz_mcts::{OpeningSuite, PlaySettings};
 use xqz_proto::v1::{GameSubmission, SubmitGamesRequest};
@@ -259,7 +259,9 @@ pub fn check(data: &[u8]) {
     if checked.is_ok() {
         assert_eq!(req.worker_id, ctx.worker, "a worker id the coordinator did not issue passed");
     }
-    let validated = validate_games(&req, &history, Some(&ctx.suite), latest_model);
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    let against = Against { settings: &history, openings: Some(&ctx.suite), latest_model, now_ms };
+    let validated = validate_games(&req, &against);
     if let Ok(records) = &validated {
         check_accepted(&req, records, &settings, &ctx.suite, latest_model);
     }
