@@ -44,7 +44,7 @@ pub fn losses(metrics: &Path, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The Elo drawn for a perfect score's unbounded estimate (as `xqz_arena::MatchResult` reports it).
+/// The Elo drawn for a perfect or a zero score, whose estimate is unbounded (`inf` in `strength.csv`).
 const ELO_DRAWN: f64 = 800.0;
 
 /// Writes an SVG of each model's Elo against the anchor (at 0), with its 95% interval, over the
