@@ -113,6 +113,12 @@ pub enum RecordsError {
     },
 }
 
+impl From<xqz_run_folder::IoError> for RecordsError {
+    fn from(e: xqz_run_folder::IoError) -> RecordsError {
+        RecordsError::Io { path: e.path, source: e.source }
+    }
+}
+
 /// The result of the records' operations.
 pub type Result<T, E = RecordsError> = std::result::Result<T, E>;
 
@@ -439,18 +445,16 @@ impl MatchLog {
             })
             .collect::<Vec<_>>();
         batches.push(self.batch().map_err(arrow_error(&path))?);
-        let tmp = self.dir.join("games.arrow.tmp");
-        {
-            let file = File::create(&tmp).map_err(io_error(&tmp))?;
-            let mut writer = FileWriter::try_new(BufWriter::new(file), &schema()).map_err(arrow_error(&tmp))?;
+        xqz_run_folder::write_atomic_with(&path, |tmp| {
+            let file = File::create(tmp).map_err(io_error(tmp))?;
+            let mut writer = FileWriter::try_new(BufWriter::new(file), &schema()).map_err(arrow_error(tmp))?;
             for batch in &batches {
-                writer.write(batch).map_err(arrow_error(&tmp))?;
+                writer.write(batch).map_err(arrow_error(tmp))?;
             }
-            writer.finish().map_err(arrow_error(&tmp))?;
-            let file = writer.into_inner().map_err(arrow_error(&tmp))?.into_inner().map_err(|e| e.into_error());
-            file.and_then(|f| f.sync_all()).map_err(io_error(&tmp))?;
-        }
-        fs::rename(&tmp, &path).map_err(io_error(&path))?;
+            writer.finish().map_err(arrow_error(tmp))?;
+            writer.into_inner().map_err(arrow_error(tmp))?.into_inner().map_err(|e| io_error(tmp)(e.into_error()))?;
+            Ok::<(), RecordsError>(())
+        })?;
         // Dropping the file releases the lock.
         drop(lock);
         Ok(())

@@ -388,13 +388,14 @@ impl BookBuilder {
         if path.exists() && !replace {
             return Err(BookError::Exists { path: path.to_path_buf() });
         }
-        let tmp = temporary_beside(path)?;
         let sqlite = |source| BookError::Sqlite { path: path.to_path_buf(), source };
-        let mut conn = Connection::open(&tmp).map_err(sqlite)?;
-        let summary = self.write_tables(&mut conn).map_err(sqlite)?;
-        conn.close().map_err(|(_, e)| sqlite(e))?;
-        fs::rename(&tmp, path).map_err(|source| BookError::Io { path: path.to_path_buf(), source })?;
-        Ok(summary)
+        xqz_run_folder::write_atomic_with(path, |tmp| {
+            remove_stale(tmp)?;
+            let mut conn = Connection::open(tmp).map_err(sqlite)?;
+            let summary = self.write_tables(&mut conn).map_err(sqlite)?;
+            conn.close().map_err(|(_, e)| sqlite(e))?;
+            Ok(summary)
+        })
     }
 
     /// The positions to write (those with a move played in `min_games` games), with their text
@@ -524,13 +525,11 @@ impl BookBuilder {
 
 /// The name a new book is written under before it is renamed to `path` (`path` + `.tmp`), with
 /// whatever an earlier failed write left there removed.
-pub(crate) fn temporary_beside(path: &Path) -> Result<PathBuf> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    match fs::remove_file(&tmp) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BookError::Io { path: tmp, source: e }),
-        _ => Ok(tmp),
+/// Removes what a crashed write left at `tmp`: SQLite would open it as a database.
+pub(crate) fn remove_stale(tmp: &Path) -> Result<()> {
+    match fs::remove_file(tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(BookError::Io { path: tmp.to_path_buf(), source: e }),
+        _ => Ok(()),
     }
 }
 

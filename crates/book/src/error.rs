@@ -77,3 +77,9 @@ pub enum BookError {
 
 /// The crate's result type.
 pub type Result<T, E = BookError> = std::result::Result<T, E>;
+
+impl From<xqz_run_folder::IoError> for BookError {
+    fn from(e: xqz_run_folder::IoError) -> BookError {
+        BookError::Io { path: e.path, source: e.source }
+    }
+}

@@ -148,12 +148,13 @@ impl Columns {
         let schema = Arc::new(schema().with_metadata(metadata));
         let batch = RecordBatch::try_new(Arc::clone(&schema), columns)
             .map_err(|e| BookError::Export { path: out.to_path_buf(), message: e.to_string() })?;
-        let tmp = out.with_extension("parquet.tmp");
-        let file = std::fs::File::create(&tmp).map_err(io)?;
-        let mut writer = ArrowWriter::try_new(file, schema, None).map_err(parquet)?;
-        writer.write(&batch).map_err(parquet)?;
-        writer.into_inner().map_err(parquet)?.sync_all().map_err(io)?;
-        std::fs::rename(&tmp, out).map_err(io)?;
+        xqz_run_folder::write_atomic_with(out, |tmp| {
+            let file = std::fs::File::create(tmp).map_err(io)?;
+            let mut writer = ArrowWriter::try_new(file, schema, None).map_err(parquet)?;
+            writer.write(&batch).map_err(parquet)?;
+            writer.into_inner().map_err(parquet)?;
+            Ok::<(), BookError>(())
+        })?;
         Ok(self.rows)
     }
 }

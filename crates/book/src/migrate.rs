@@ -71,22 +71,15 @@ pub fn migrate(from: &Path, to: &Path, replace: bool) -> Result<Migrated> {
     let order = keyed_ids(&old, from)?;
     drop(old);
 
-    let tmp = crate::builder::temporary_beside(to)?;
-    let copied = copy_rows(from, &tmp, &order, from_version).map_err(sqlite(to)).and_then(|(copied, stored)| {
+    let (positions, moves) = xqz_run_folder::write_atomic_with(to, |tmp| {
+        crate::builder::remove_stale(tmp)?;
+        let (copied, stored) = copy_rows(from, tmp, &order, from_version).map_err(sqlite(to))?;
         // A move whose position is missing has no place in the new book: refused, not dropped.
         if copied.1 != stored {
             return Err(not_a_book(format!("{} of its {stored} moves belong to no position", stored - copied.1)));
         }
         Ok(copied)
-    });
-    let (positions, moves) = match copied {
-        Ok(counts) => counts,
-        Err(e) => {
-            let _ = fs::remove_file(&tmp);
-            return Err(e);
-        }
-    };
-    fs::rename(&tmp, to).map_err(|source| BookError::Io { path: to.to_path_buf(), source })?;
+    })?;
     Ok(Migrated { from_version, positions, moves })
 }
 

@@ -211,3 +211,9 @@ pub enum LocationError {
         source: object_store::Error,
     },
 }
+
+impl From<xqz_run_folder::IoError> for DatasetError {
+    fn from(e: xqz_run_folder::IoError) -> DatasetError {
+        DatasetError::Io { path: e.path, source: e.source }
+    }
+}

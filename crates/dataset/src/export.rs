@@ -15,7 +15,6 @@ use xiangqi::notation::{MoveNotation, pgn};
 
 use crate::dataset::Dataset;
 use crate::error::{ArrowContext, DatasetError, IoContext, Result};
-use crate::layout::tmp_name;
 use crate::record::GameRecord;
 use crate::schema::{self, meta};
 
@@ -53,10 +52,9 @@ fn write_parquet(
     schema: Arc<Schema>,
     batches: impl Iterator<Item = Result<Vec<RecordBatch>>>,
 ) -> Result<u64> {
-    let tmp = path.with_file_name(tmp_name(&path.file_name().unwrap_or_default().to_string_lossy()));
     let parquet_err = |source| DatasetError::Parquet { path: path.to_path_buf(), source };
-    let result = (|| {
-        let file = File::create(&tmp).at(&tmp)?;
+    xqz_run_folder::write_atomic_with(path, |tmp| {
+        let file = File::create(tmp).at(tmp)?;
         let props = WriterProperties::builder()
             .set_compression(ParquetCompression::ZSTD(ZstdLevel::default()))
             .set_max_row_group_row_count(Some(65_536))
@@ -72,15 +70,9 @@ fn write_parquet(
                 writer.write(&batch).map_err(parquet_err)?;
             }
         }
-        let file = writer.into_inner().map_err(parquet_err)?;
-        file.sync_all().at(&tmp)?;
-        fs::rename(&tmp, path).at(path)?;
+        writer.into_inner().map_err(parquet_err)?;
         Ok(rows)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    })
 }
 
 /// Writes `games.parquet` and `samples.parquet` (zstd) into `out_dir` (created if needed),

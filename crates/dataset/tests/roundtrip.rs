@@ -153,9 +153,13 @@ fn inconsistent_records_are_rejected() {
 fn quiet_plies_and_repetitions_follow_the_game() {
     // Two quiet plies, a capture (ply 2), then both sides shuffle a piece back and forth so that
     // the position after the capture comes back at plies 7 and 11. The 2011 rules do not count
-    // the position right after a capture as an occurrence, so the game goes on until the
-    // position after ply 4's move comes back a third time, at the end.
-    let moves = ["a3a4", "a6a5", "h2h9", "i9i8", "b2b1", "i8i9", "b1b2", "i9i8", "b2b1", "i8i9", "b1b2", "i9i8"];
+    // the position right after a capture as an occurrence: the position after ply 4's move comes
+    // back a third time at ply 12, and the game ends with the two rounds either side had to vary
+    // in (23.5), at ply 16.
+    let moves = [
+        "a3a4", "a6a5", "h2h9", "i9i8", "b2b1", "i8i9", "b1b2", "i9i8", "b2b1", "i8i9", "b1b2", "i9i8", "b2b1", "i8i9",
+        "b1b2", "i9i8",
+    ];
     let mut game = Game::new(GameConfig::default());
     let mut expected_repetitions = Vec::new();
     for mv in moves {
@@ -173,8 +177,8 @@ fn quiet_plies_and_repetitions_follow_the_game() {
     let samples = SampleRecord::from_game(&record, &searches).unwrap();
     let quiet: Vec<u16> = samples.iter().map(|s| s.quiet_plies).collect();
     let repetitions: Vec<u8> = samples.iter().map(|s| s.repetitions).collect();
-    assert_eq!(quiet, [0, 1, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
-    assert_eq!(repetitions, [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2]);
+    assert_eq!(quiet, [0, 1, 2, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    assert_eq!(repetitions, [0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3]);
     assert_eq!(repetitions.iter().map(|&r| u32::from(r)).collect::<Vec<_>>(), expected_repetitions);
 
     // Stored and read back unchanged, and carried into replay batches, mirrored or not.

@@ -36,15 +36,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
 }
 
 /// Has `write` write the file at the temporary path it is given (for writers that want a
-/// path, such as libtorch's), then syncs it, renames it to `path` and syncs the folder.
-pub fn write_atomic_with<E: From<IoError>>(path: &Path, write: impl FnOnce(&Path) -> Result<(), E>) -> Result<(), E> {
+/// path, such as libtorch's, SQLite or Arrow's), then syncs it, renames it to `path` and syncs
+/// the folder; returns what `write` returned. If `write` fails, its partial file is removed.
+pub fn write_atomic_with<T, E: From<IoError>>(path: &Path, write: impl FnOnce(&Path) -> Result<T, E>) -> Result<T, E> {
     let tmp = temp_path(path);
-    write(&tmp)?;
+    let written = match write(&tmp) {
+        Ok(written) => written,
+        Err(e) => {
+            // Best effort: the error that matters is the write's.
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
     File::open(&tmp).and_then(|f| f.sync_all()).map_err(IoError::at(&tmp))?;
     std::fs::rename(&tmp, path).map_err(IoError::at(path))?;
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     File::open(dir).and_then(|d| d.sync_all()).map_err(IoError::at(dir))?;
-    Ok(())
+    Ok(written)
 }
 
 #[cfg(test)]
@@ -74,6 +82,7 @@ mod tests {
         });
         assert!(failed.unwrap_err().to_string().contains("a.json.tmp: disk full"));
         assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert!(!temp_path(&path).exists(), "the partial file is removed");
         let error = write_atomic(&dir.path().join("absent/a.json"), b"x").unwrap_err();
         assert!(error.path.ends_with("absent/a.json.tmp"), "{error}");
     }
