@@ -255,8 +255,11 @@ impl Trainer {
         // The loss reported is the plain mean, so that runs with and without surprise weighting
         // read alike; the one minimised weighs each row.
         let policy_loss = (&policy_cross_entropy * &targeted).f_sum(Kind::Float)?.f_div(&targets)?;
-        let weights = self.policy_weights(&policy_cross_entropy, &batch.policy, &targeted, &targets)?;
-        let weighted_policy_loss = (&policy_cross_entropy * weights).f_sum(Kind::Float)?.f_div(&targets)?;
+        let weighted_policy_loss =
+            match self.surprise_weights(&policy_cross_entropy, &batch.policy, &targeted, &targets)? {
+                Some(weights) => (&policy_cross_entropy * weights).f_sum(Kind::Float)?.f_div(&targets)?,
+                None => policy_loss.shallow_clone(),
+            };
         let value_loss = row_cross_entropy(&value_logits, &batch.wdl)?.f_mean(Kind::Float)?;
         for p in self.parameters.values_mut() {
             p.weight.zero_grad();
@@ -300,26 +303,27 @@ impl Trainer {
 }
 
 impl Trainer {
-    /// Each row's weight in the policy loss: `targeted` (1 for a row with a policy target),
-    /// and with [`TrainConfig::policy_surprise`] `s` above 0, `(1 - s) + s * kl / mean(kl)`, the
-    /// surprise `kl` being the target's KL divergence from the network's policy (its cross-entropy
-    /// less the target's entropy), held fixed for the step.
-    fn policy_weights(
+    /// With [`TrainConfig::policy_surprise`] `s` above 0, each row's weight in the policy loss:
+    /// `(1 - s) + s * kl / mean(kl)` for a row with a policy target (`targeted` 1), 0 for one
+    /// without, the surprise `kl` being the target's KL divergence from the network's policy (its
+    /// cross-entropy less the target's entropy), held fixed for the step. `None` with `s` at 0:
+    /// every row weighs the same, and the plain mean is the loss.
+    fn surprise_weights(
         &self,
         cross_entropy: &Tensor,
         target: &Tensor,
         targeted: &Tensor,
         targets: &Tensor,
-    ) -> Result<Tensor, tch::TchError> {
+    ) -> Result<Option<Tensor>, tch::TchError> {
         let surprise = f64::from(self.config.policy_surprise);
         if surprise <= 0.0 {
-            return Ok(targeted.shallow_clone());
+            return Ok(None);
         }
         let entropy =
             (target * target.f_clamp_min(1e-12)?.f_log()?).f_sum_dim_intlist(1, false, Kind::Float)?.f_neg()?;
         let kl = (cross_entropy.detach() - entropy).f_clamp_min(0.0)? * targeted;
         let mean = kl.f_sum(Kind::Float)?.f_div(targets)?.f_clamp_min(1e-6)?;
-        Ok((kl.f_div(&mean)? * surprise + (1.0 - surprise)) * targeted)
+        Ok(Some((kl.f_div(&mean)? * surprise + (1.0 - surprise)) * targeted))
     }
 
     /// Sets [`TrainConfig::policy_surprise`], for a run resumed with another setting.

@@ -612,6 +612,9 @@ impl Game {
         let first = self.cycle_start(3)?;
         let ruling = self.rule_since(first);
         let due = self.moves_to_vary(ruling, self.plies.len() - first);
+        if due == 0 {
+            return Some(Ruling::Given(ruling));
+        }
         let played = self.plies.len() - self.pending_since();
         let last_mover = !self.pos.turn();
         let given = match ruling {
@@ -789,8 +792,7 @@ impl Game {
     fn judge_nine_rounds(&self) -> Option<Outcome> {
         const PLIES: usize = 18;
         let n = self.plies.len();
-        let first_counted = if self.anchor_ply == 0 { 0 } else { self.anchor_ply + 1 };
-        if self.config.ruleset != Ruleset::Chinese2011 || n < first_counted + PLIES {
+        if self.config.ruleset != Ruleset::Chinese2011 || n < self.first_counted() + PLIES {
             return None;
         }
         let first = n - PLIES;
