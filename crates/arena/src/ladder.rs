@@ -159,18 +159,24 @@ pub fn rate(games: &[Against]) -> Option<Rating> {
     Some(Rating { elo: x, stderr: (1.0 / info + from_opponents).sqrt() })
 }
 
-/// Where Fairy-Stockfish is: `$XQZ_FAIRY_STOCKFISH` (unless empty), else `fairy-stockfish` on the
-/// `PATH`, else Debian's `/usr/games/fairy-stockfish` (Debian installs it outside root's `PATH`).
-/// The one locator: the ladder's and the tests' (`xqz-test-support`).
+/// Where Fairy-Stockfish is: `$XQZ_FAIRY_STOCKFISH`, else as [`debian_engine`] finds
+/// `fairy-stockfish`. The ladder's and the tests' (`xqz-test-support`).
 pub fn fairy_stockfish() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("XQZ_FAIRY_STOCKFISH").filter(|path| !path.is_empty()) {
+    debian_engine("XQZ_FAIRY_STOCKFISH", "fairy-stockfish")
+}
+
+/// Where a xiangqi engine that Debian packages as `program` (`fairy-stockfish`, `sjaakii`) is:
+/// the variable `env` (unless empty), else `program` on the `PATH`, else `/usr/games/program`
+/// (Debian installs games outside root's `PATH`). The one locator of external engines.
+pub fn debian_engine(env: &str, program: &str) -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os(env).filter(|path| !path.is_empty()) {
         return Some(PathBuf::from(path));
     }
     let on_path = std::env::var_os("PATH")
         .into_iter()
         .flat_map(|paths| std::env::split_paths(&paths).collect::<Vec<_>>())
-        .map(|dir| dir.join("fairy-stockfish"));
-    on_path.chain([PathBuf::from("/usr/games/fairy-stockfish")]).find(|path| path.is_file())
+        .map(|dir| dir.join(program));
+    on_path.chain([PathBuf::from("/usr/games").join(program)]).find(|path| path.is_file())
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! ladder's opening suite) was a forfeit before the client learnt its letters.
 //!
 //! The engine is `$XQZ_SJAAKII` (`scripts/test` sets it from `scripts/ensure-sjaakii`), else
-//! Debian's `/usr/games/sjaakii`.
+//! `sjaakii` on the `PATH`, else Debian's `/usr/games/sjaakii` (`ladder::debian_engine`).
 #![cfg(unix)]
 
 use std::path::PathBuf;
@@ -14,21 +14,16 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use xiangqi::Position;
 use xiangqi::game::{Game, GameConfig, Ruleset};
-use xqz_arena::ladder::BALANCED_SUITE;
+use xqz_arena::ladder::{self, BALANCED_SUITE};
 use xqz_arena::player::{EnginePlayer, Player, SearchPlayer};
 use xqz_arena::tournament::{MatchPlan, Openings, run_match};
 use xqz_arena::uci::{EngineConfig, FenLetters, Limit, UciEngine};
 use xqz_mcts::{MaterialEvaluator, SearchConfig};
 
 fn sjaakii_path() -> PathBuf {
-    let path = std::env::var_os("XQZ_SJAAKII")
-        .filter(|p| !p.is_empty())
-        .map_or_else(|| PathBuf::from("/usr/games/sjaakii"), PathBuf::from);
-    assert!(
-        path.is_file(),
-        "{} does not exist: run scripts/ensure-sjaakii (installs Debian's sjaakii)",
-        path.display()
-    );
+    let path = ladder::debian_engine("XQZ_SJAAKII", "sjaakii")
+        .expect("no sjaakii: run scripts/ensure-sjaakii (installs Debian's sjaakii)");
+    assert!(path.is_file(), "XQZ_SJAAKII={} does not exist: run scripts/ensure-sjaakii", path.display());
     path
 }
 
