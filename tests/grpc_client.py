@@ -129,7 +129,46 @@ def main():
                     grpc.StatusCode.ALREADY_EXISTS, ["py-good"])
             stats = stub.GetStats(pb.GetStatsRequest(), metadata=auth, timeout=10)
             assert stats.games == before.games + 1, stats
+            matches(pb, stub, auth, worker)
     print("ok")
+
+
+def matches(pb, stub, auth, worker):
+    """A match of one pair from the start position, capped at two plies: submitted, taken, handed in."""
+    spec = pb.MatchSpec(a=pb.MatchPlayer(builtin="material", playouts=8),
+                        b=pb.MatchPlayer(builtin="uniform", playouts=8), pairs=1, random_plies=0,
+                        ruleset="chinese2011", max_plies=2)
+    try:
+        stub.SubmitMatch(pb.SubmitMatchRequest(spec=pb.MatchSpec(a=spec.a, pairs=1)), metadata=auth, timeout=10)
+        raise AssertionError("a match without its second player was accepted")
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "player b" in err.details(), err
+    job = stub.SubmitMatch(pb.SubmitMatchRequest(spec=spec), metadata=auth, timeout=10)
+    assert (job.a_name, job.b_name, job.state) == ("material@8", "uniform@8", pb.MATCH_STATE_RUNNING), job
+    taken = stub.TakePair(pb.TakePairRequest(worker_id=worker), metadata=auth, timeout=10)
+    assert taken.HasField("pair") and (taken.pair.match_id, taken.pair.pair) == (job.id, 0), taken
+    assert not stub.TakePair(pb.TakePairRequest(worker_id=worker), metadata=auth, timeout=10).HasField("pair")
+
+    def pair(result):
+        played = pb.PlayedGame(moves=[move_code("h2e2"), move_code("h9g7")], result=result)
+        return pb.SubmitPairRequest(worker_id=worker, match_id=job.id, pair=0, games=[played, played])
+
+    for request, code, words in [
+        (pair("red"), grpc.StatusCode.INVALID_ARGUMENT, ["result is draw"]),
+        (pb.SubmitPairRequest(worker_id=worker, match_id=job.id, games=[pb.PlayedGame()] * 100_000),
+         grpc.StatusCode.RESOURCE_EXHAUSTED, ["100000 games", "decoded"]),
+    ]:
+        try:
+            stub.SubmitPair(request, metadata=auth, timeout=10)
+            raise AssertionError(f"{words} was accepted")
+        except grpc.RpcError as err:
+            assert err.code() == code and all(w in err.details() for w in words), err
+    answer = stub.SubmitPair(pair("draw"), metadata=auth, timeout=10)
+    assert answer.counted and answer.job.state == pb.MATCH_STATE_FINISHED, answer
+    assert (answer.job.draws, list(answer.job.pentanomial)) == (2, [0, 0, 1, 0, 0]), answer
+    assert not stub.SubmitPair(pair("draw"), metadata=auth, timeout=10).counted
+    jobs = stub.ListMatches(pb.ListMatchesRequest(), metadata=auth, timeout=10).jobs
+    assert [j.id for j in jobs] == [job.id] and jobs[0].draws == 2, jobs
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@
 //! the games of evaluation matches (`xqz eval match`, the strength tracker of `xqz run`) in one
 //! table that `xqz eval ladder` rates whole.
 
+pub mod job;
 pub mod ladder;
 pub mod player;
 pub mod records;

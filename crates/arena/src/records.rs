@@ -3,7 +3,8 @@
 //! (`xqz eval ladder`) instead of each producer keeping its own file and its own Elo.
 //!
 //! Every game is appended to `eval/games.pgn` (PGN with the moves in Chinese notation) and to
-//! the Arrow table `eval/games.arrow` (one row per game, one record batch per match). The table is
+//! the Arrow table `eval/games.arrow` (one row per game, one record batch per match and
+//! opening of its log). The table is
 //! rewritten whole through a temporary file, so a crash never leaves half a table, and under a
 //! lock on `eval/games.lock`, so that two processes recording into one folder keep each other's
 //! games.
@@ -298,6 +299,8 @@ pub struct MatchLog {
     b: String,
     steps: (Option<u64>, Option<u64>),
     pgn: BufWriter<File>,
+    /// The match's batches that were in the table when it was opened.
+    earlier: Vec<RecordBatch>,
     rows: Vec<MatchGame>,
     times: Vec<i64>,
     terminations: BTreeMap<String, u32>,
@@ -317,23 +320,41 @@ impl MatchLog {
     /// # Errors
     /// If the folder or the listing cannot be created.
     pub fn open(out: &Path, a: &str, b: &str, a_steps: Option<u64>, b_steps: Option<u64>) -> Result<MatchLog> {
-        let dir = out.join(RECORDS_DIR);
-        fs::create_dir_all(&dir).map_err(io_error(&dir))?;
-        let pgn_path = dir.join(PGN_FILE);
-        let pgn = fs::OpenOptions::new().create(true).append(true).open(&pgn_path).map_err(io_error(&pgn_path))?;
         let match_id = format!(
             "{}-{}-{}",
             xqz_dataset::export::format_unix_ms(now_ms()),
             std::process::id(),
             OPENED.fetch_add(1, Ordering::Relaxed)
         );
+        MatchLog::open_as(out, &match_id, a, b, (a_steps, b_steps))
+    }
+
+    /// Opens `out/eval/` for the match `match_id` between `a` and `b`, which may have games in
+    /// the table already (a match that a coordinator plays over its restarts): those stay, and
+    /// [`append`](Self::append) adds to them.
+    ///
+    /// # Errors
+    /// If the folder or the listing cannot be created or the table cannot be read.
+    pub fn open_as(
+        out: &Path,
+        match_id: &str,
+        a: &str,
+        b: &str,
+        steps: (Option<u64>, Option<u64>),
+    ) -> Result<MatchLog> {
+        let dir = out.join(RECORDS_DIR);
+        fs::create_dir_all(&dir).map_err(io_error(&dir))?;
+        let pgn_path = dir.join(PGN_FILE);
+        let pgn = fs::OpenOptions::new().create(true).append(true).open(&pgn_path).map_err(io_error(&pgn_path))?;
+        let earlier = read_batches(&dir.join(TABLE_FILE))?.into_iter().filter(|b| batch_of(b, match_id)).collect();
         Ok(MatchLog {
             dir,
-            match_id,
+            match_id: match_id.to_string(),
             a: a.to_string(),
             b: b.to_string(),
-            steps: (a_steps, b_steps),
+            steps,
             pgn: BufWriter::new(pgn),
+            earlier,
             rows: Vec::new(),
             times: Vec::new(),
             terminations: BTreeMap::new(),
@@ -356,6 +377,47 @@ impl MatchLog {
     /// # Errors
     /// If the game is not over, has an illegal move, or a file cannot be written.
     pub fn append(&mut self, game: &MatchGame) -> Result<()> {
+        self.append_all(std::slice::from_ref(game))
+    }
+
+    /// Writes games to the listing and rewrites the table once with all of them: the games of a
+    /// pair go in together or not at all.
+    ///
+    /// # Errors
+    /// If a game is not over or has an illegal move (then nothing is written), or a file cannot
+    /// be written.
+    pub fn append_all(&mut self, games: &[MatchGame]) -> Result<()> {
+        let mut texts = String::new();
+        for game in games {
+            texts.push_str(&self.listing(game)?);
+        }
+        let pgn_path = self.dir.join(PGN_FILE);
+        self.pgn.write_all(texts.as_bytes()).map_err(io_error(&pgn_path))?;
+        self.pgn.flush().map_err(io_error(&pgn_path))?;
+        let before = self.rows.len();
+        for game in games {
+            self.rows.push(game.clone());
+            self.times.push(now_ms());
+        }
+        if let Err(e) = self.write_table() {
+            self.rows.truncate(before);
+            self.times.truncate(before);
+            return Err(e);
+        }
+        for game in games {
+            let verdict = game.outcome.verdict().expect("listed games are over");
+            let result = GameResult::from_outcome(game.outcome).expect("listed games are over");
+            let key = match &game.forfeit {
+                Some(_) => "forfeit".to_string(),
+                None => format!("{} {}", result.name(), verdict.reason),
+            };
+            *self.terminations.entry(key).or_default() += 1;
+        }
+        Ok(())
+    }
+
+    /// `game` as PGN.
+    fn listing(&self, game: &MatchGame) -> Result<String> {
         let unfinished = RecordsError::Unfinished { pair: game.pair };
         let (Some(result), Some(verdict)) = (GameResult::from_outcome(game.outcome), game.outcome.verdict()) else {
             return Err(unfinished);
@@ -366,7 +428,7 @@ impl MatchLog {
         };
         let tags = [
             ("Event", format!("xqz eval {}", self.match_id)),
-            ("Date", self.match_id[..10].replace('-', ".")),
+            ("Date", xqz_dataset::export::format_unix_ms(now_ms())[..10].replace('-', ".")),
             ("Round", format!("{}.{}", game.pair + 1, if game.first == Color::Red { 1 } else { 2 })),
             ("Red", game.red.clone()),
             ("Black", game.black.clone()),
@@ -376,21 +438,8 @@ impl MatchLog {
             ("PlyCount", game.moves.len().to_string()),
             ("OpeningPlies", game.opening_plies.to_string()),
         ];
-        let text = pgn(&tags, &game.start, &game.moves, MoveNotation::Chinese, result.pgn(), None)
-            .map_err(|source| RecordsError::Movetext { pair: game.pair, source })?;
-        let pgn_path = self.dir.join(PGN_FILE);
-        self.pgn.write_all(text.as_bytes()).map_err(io_error(&pgn_path))?;
-        self.pgn.flush().map_err(io_error(&pgn_path))?;
-        *self
-            .terminations
-            .entry(match &game.forfeit {
-                Some(_) => "forfeit".to_string(),
-                None => format!("{} {}", result.name(), verdict.reason),
-            })
-            .or_default() += 1;
-        self.rows.push(game.clone());
-        self.times.push(now_ms());
-        self.write_table()
+        pgn(&tags, &game.start, &game.moves, MoveNotation::Chinese, result.pgn(), None)
+            .map_err(|source| RecordsError::Movetext { pair: game.pair, source })
     }
 
     /// How the games ended, counted by result and reason.
@@ -437,13 +486,8 @@ impl MatchLog {
         let lock = File::create(&lock_path).map_err(io_error(&lock_path))?;
         lock.lock().map_err(io_error(&lock_path))?;
         let path = self.dir.join(TABLE_FILE);
-        let mut batches = read_batches(&path)?
-            .into_iter()
-            .filter(|b| {
-                let ids = b.column(0).as_any().downcast_ref::<StringArray>();
-                !ids.is_some_and(|ids| ids.len() > 0 && ids.value(0) == self.match_id)
-            })
-            .collect::<Vec<_>>();
+        let mut batches = read_batches(&path)?.into_iter().filter(|b| !batch_of(b, &self.match_id)).collect::<Vec<_>>();
+        batches.extend(self.earlier.iter().cloned());
         batches.push(self.batch().map_err(arrow_error(&path))?);
         xqz_run_folder::write_atomic_with(&path, |tmp| {
             let file = File::create(tmp).map_err(io_error(tmp))?;
@@ -461,7 +505,14 @@ impl MatchLog {
     }
 }
 
-/// The batches of a table file (none if it does not exist); one batch per match.
+/// Whether `batch` holds games of match `match_id` (a batch holds one match's games).
+fn batch_of(batch: &RecordBatch, match_id: &str) -> bool {
+    let ids = batch.column(0).as_any().downcast_ref::<StringArray>();
+    ids.is_some_and(|ids| ids.len() > 0 && ids.value(0) == match_id)
+}
+
+/// The batches of a table file (none if it does not exist); one batch per match and opening of
+/// its log.
 fn read_batches(path: &Path) -> Result<Vec<RecordBatch>> {
     let bytes = match fs::read(path) {
         Ok(bytes) => bytes,

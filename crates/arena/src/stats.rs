@@ -293,7 +293,8 @@ fn estimate(counts: &[u32], scale: Scale) -> EloEstimate {
 }
 
 /// How an SPRT's Elo bounds are read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum EloModel {
     /// Logistic Elo: hypothesis k fixes the expected score at `score_from_elo(elo_k)`.
     #[default]
@@ -312,7 +313,7 @@ impl fmt::Display for EloModel {
 }
 
 /// A sequential probability ratio test of H0: Elo = `elo0` against H1: Elo = `elo1` (fishtest's GSPRT).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sprt {
     /// The Elo difference of H0, in the unit of `model`.
     pub elo0: f64,
@@ -344,6 +345,40 @@ impl fmt::Display for SprtState {
             SprtState::AcceptH1 => "H1 accepted",
             SprtState::AcceptH0 => "H0 accepted",
         })
+    }
+}
+
+/// Why a text is not an SPRT's bounds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an SPRT is ELO0,ELO1[,ALPHA,BETA][,normalized] with ELO0 < ELO1 and 0 < ALPHA, BETA < 1, not {0:?}")]
+pub struct ParseSprtError(String);
+
+impl std::str::FromStr for Sprt {
+    type Err = ParseSprtError;
+
+    /// `ELO0,ELO1[,ALPHA,BETA][,normalized|logistic]`: `0,10` is H0 Elo 0 against H1 Elo 10 with
+    /// alpha = beta = 0.05 in logistic Elo.
+    fn from_str(text: &str) -> Result<Sprt, ParseSprtError> {
+        let bad = || ParseSprtError(text.to_string());
+        let mut model = EloModel::Logistic;
+        let mut numbers = Vec::new();
+        for part in text.split(',').map(str::trim) {
+            match part {
+                "normalized" => model = EloModel::Normalized,
+                "logistic" => model = EloModel::Logistic,
+                n => numbers.push(n.parse::<f64>().map_err(|_| bad())?),
+            }
+        }
+        let (elo0, elo1, alpha, beta) = match numbers[..] {
+            [elo0, elo1] => (elo0, elo1, 0.05, 0.05),
+            [elo0, elo1, alpha, beta] => (elo0, elo1, alpha, beta),
+            _ => return Err(bad()),
+        };
+        let unit = |p: f64| p > 0.0 && p < 1.0;
+        if !(elo0.is_finite() && elo1.is_finite() && elo0 < elo1 && unit(alpha) && unit(beta)) {
+            return Err(bad());
+        }
+        Ok(Sprt { elo0, elo1, alpha, beta, model })
     }
 }
 
@@ -889,6 +924,17 @@ fn cholesky_solve(factor: &[f64], size: usize, b: &[f64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sprt_bounds_parse_from_text_or_say_what_they_are() {
+        let sprt: Sprt = "0,10".parse().unwrap();
+        assert_eq!((sprt.elo0, sprt.elo1, sprt.alpha, sprt.model), (0.0, 10.0, 0.05, EloModel::Logistic));
+        let sprt: Sprt = "-5, 5, 0.1, 0.2, normalized".parse().unwrap();
+        assert_eq!((sprt.alpha, sprt.beta, sprt.model), (0.1, 0.2, EloModel::Normalized));
+        for bad in ["", "10", "10,0", "0,10,0.05", "0,10,1.5,0.05", "0,x", "0,inf"] {
+            assert!(bad.parse::<Sprt>().is_err(), "{bad}");
+        }
+    }
 
     /// Asserts `|actual − expected| ≤ tolerance`.
     #[track_caller]

@@ -250,7 +250,7 @@ pub fn run_match(
 }
 
 /// One game of pair `pair`, the first player (`a`) playing `first`.
-fn play_pair_game<'p>(
+pub(crate) fn play_pair_game<'p>(
     plan: &MatchPlan,
     pair: u32,
     first: Color,

@@ -84,6 +84,22 @@ pub struct CoordinatorArgs {
     #[arg(long, default_value_t = (xqz_coordinator::Limits::default().max_request_bytes_in_flight >> 20) as u16,
           value_parser = clap::value_parser!(u16).range(1..=4095))]
     max_request_mib_in_flight: u16,
+    /// Queue a match of each published model against the newest announced one before it, of
+    /// this many pairs, for workers with --eval-share to play (0: none).
+    #[arg(long, default_value_t = 0)]
+    eval_previous_pairs: u32,
+    /// Queue a match of each published model against this anchor too: `rung:NAME` (played by
+    /// workers with Fairy-Stockfish), `material@N` or `uniform@N`.
+    #[arg(long)]
+    eval_anchor: Option<xqz_arena::job::Contestant>,
+    /// Playouts of the models in these matches.
+    #[arg(long, default_value_t = 200)]
+    eval_playouts: u32,
+    /// Gate each model after the first: announced to self-play workers only once its match
+    /// against the newest announced model accepts H1 of this SPRT (`ELO0,ELO1[,ALPHA,BETA]`),
+    /// never if it accepts H0 or runs out of pairs (--eval-previous-pairs, 100 if 0).
+    #[arg(long)]
+    gate: Option<xqz_arena::stats::Sprt>,
     #[command(flatten)]
     play: PlaySettings,
     #[command(flatten)]
@@ -145,6 +161,15 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     config.settings = SettingsFile::role(args.settings.as_deref(), |f| f.play, &args.play, given)?;
     config.schedule = SettingsFile::role(args.settings.as_deref(), |f| f.schedule, &args.schedule, given)?;
     config.openings = args.openings.as_deref().map(crate::book::load_suite).transpose()?.map(Arc::new);
+    config.evaluation = xqz_coordinator::Evaluation {
+        previous_pairs: args.eval_previous_pairs,
+        anchor: args.eval_anchor.clone(),
+        playouts: args.eval_playouts,
+        gate: args.gate,
+        max_plies: 0,
+        material_adjudication: None,
+    };
+    anyhow::ensure!(args.eval_playouts > 0, "--eval-playouts must be positive");
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     runtime.block_on(async {
         let running = xqz_coordinator::serve(config, stop_signal()).await.with_context(|| {

@@ -32,6 +32,17 @@ pub enum EvalCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Queue a match for a coordinator's workers to play (`xqz worker --eval-share`): its games go
+    /// to the coordinator's match table, its SPRT decides there; the trainer's token if one is set.
+    Submit(Box<crate::eval_jobs::SubmitArgs>),
+    /// A coordinator's matches with their standing, newest first.
+    Jobs {
+        #[command(flatten)]
+        coordinator: crate::eval_jobs::CoordinatorArgs,
+        /// One JSON object per match, one per line (fields in docs/CLI.md).
+        #[arg(long)]
+        json: bool,
+    },
     /// Build a balanced opening suite over the ECCO families for anchor matches: lines walked
     /// by an engine's near-best moves, kept where its deeper search calls them even.
     Suite(crate::suite::SuiteArgs),
@@ -84,6 +95,11 @@ pub fn run(command: EvalCommand) -> Result<ExitCode> {
             for line in done {
                 println!("{line}");
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        EvalCommand::Submit(args) => crate::eval_jobs::submit(&args),
+        EvalCommand::Jobs { coordinator, json } => {
+            crate::eval_jobs::jobs(&coordinator, json)?;
             Ok(ExitCode::SUCCESS)
         }
         EvalCommand::Suite(args) => {

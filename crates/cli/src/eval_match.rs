@@ -13,13 +13,14 @@ use xiangqi::game::{GameConfig, Ruleset};
 use xqz_arena::ladder::{self, RUNGS, Rung};
 use xqz_arena::player::{EnginePlayer, Player, PlayerError, SearchPlayer};
 use xqz_arena::records::{MatchLog, finished_pairs, read_games};
-use xqz_arena::stats::{EloModel, Sprt, SprtState};
+use xqz_arena::stats::{Sprt, SprtState};
 use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings};
 use xqz_arena::uci::{EngineConfig, Limit};
 use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
 use xqz_net::service::{InferenceService, ServiceConfig};
 
 use crate::results;
+use crate::results::{EXIT_H0, EXIT_UNDECIDED};
 
 /// Options of `xqz eval match`.
 #[derive(Args, Clone)]
@@ -125,11 +126,6 @@ pub struct PlayArgs {
     #[command(flatten)]
     pub device: crate::model::DeviceArg,
 }
-
-/// The exit status of a match whose SPRT accepted H0.
-pub const EXIT_H0: u8 = 10;
-/// The exit status of a match whose SPRT had not decided when its pairs ran out.
-pub const EXIT_UNDECIDED: u8 = 11;
 
 /// Plays the match; the exit status of a match with an SPRT is its decision.
 pub fn run(args: &MatchArgs) -> Result<ExitCode> {
@@ -253,26 +249,6 @@ impl Prepared {
     }
 }
 
-fn parse_sprt(text: &str) -> Result<Sprt> {
-    let mut model = EloModel::Logistic;
-    let mut numbers = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        match part {
-            "normalized" => model = EloModel::Normalized,
-            "logistic" => model = EloModel::Logistic,
-            n => numbers.push(n.parse::<f64>().with_context(|| format!("bad number {n:?} in --sprt {text:?}"))?),
-        }
-    }
-    let (elo0, elo1, alpha, beta) = match numbers[..] {
-        [elo0, elo1] => (elo0, elo1, 0.05, 0.05),
-        [elo0, elo1, alpha, beta] => (elo0, elo1, alpha, beta),
-        _ => bail!("--sprt takes ELO0,ELO1[,ALPHA,BETA][,normalized], not {text:?}"),
-    };
-    anyhow::ensure!(elo0 < elo1, "--sprt needs ELO0 < ELO1");
-    anyhow::ensure!(alpha > 0.0 && alpha < 1.0 && beta > 0.0 && beta < 1.0, "--sprt needs 0 < ALPHA, BETA < 1");
-    Ok(Sprt { elo0, elo1, alpha, beta, model })
-}
-
 /// A match played: its totals and the name its first player has in the records.
 pub struct Played {
     /// The totals, the SPRT's decision among them.
@@ -301,7 +277,7 @@ fn balanced() -> Openings {
 /// Plays the match `args` describes, printing as it goes (or its JSON at the end).
 pub fn play(args: &MatchArgs) -> Result<Played> {
     anyhow::ensure!(args.pairs > 0, "--pairs must be positive");
-    let sprt = args.sprt.as_deref().map(parse_sprt).transpose()?;
+    let sprt = args.sprt.as_deref().map(str::parse::<Sprt>).transpose()?;
     let a = Prepared::parse(&args.a, args)?;
     let b = Prepared::parse(&args.b, args)?;
     let (a_name, b_name) = (a.label(&args.a), b.label(&args.b));

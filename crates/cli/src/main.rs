@@ -11,6 +11,7 @@ mod book_grow;
 mod coordinator;
 mod data;
 mod eval;
+mod eval_jobs;
 #[cfg(feature = "torch")]
 mod eval_match;
 mod ladder;

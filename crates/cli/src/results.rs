@@ -17,6 +17,11 @@ use xqz_arena::{
 
 use crate::ladder::finite;
 
+/// The exit status of a match whose SPRT accepted H0.
+pub const EXIT_H0: u8 = 10;
+/// The exit status of a match whose SPRT had not decided when its pairs ran out.
+pub const EXIT_UNDECIDED: u8 = 11;
+
 /// Plays `plan` between the players `a` and `b` make with [`run_match`], appending every game to
 /// `log`, and hands each game with the totals so far to `on_game`.
 ///

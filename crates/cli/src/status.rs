@@ -1,39 +1,29 @@
-//! `xqz status`: a running coordinator's state at a glance (its `GetStats`).
+//! `xqz status`: a running coordinator's state at a glance (its `GetStats` and its matches).
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use tonic::metadata::MetadataValue;
-use xqz_proto::v1::GetStatsRequest;
-use xqz_proto::v1::coordinator_client::CoordinatorClient;
+use xqz_proto::v1::{GetStatsRequest, ListMatchesRequest};
+
+use crate::eval_jobs::{CoordinatorArgs, job_json, job_line, refused};
 
 /// Options of `xqz status`.
 #[derive(Args)]
 pub struct StatusArgs {
-    /// The coordinator (`http://HOST:PORT`, or `https://` with --tls-ca).
-    #[arg(long, default_value = "http://127.0.0.1:50051")]
-    coordinator: String,
     #[command(flatten)]
-    token: crate::token::TokenArgs,
-    #[command(flatten)]
-    tls: crate::token::ClientTlsArgs,
-    /// One JSON object (the fields of the API's `Stats` message) instead of lines for people.
+    coordinator: CoordinatorArgs,
+    /// One JSON object (the fields of the API's `Stats` message, and `matches`: the jobs as
+    /// `xqz eval jobs --json` gives them) instead of lines for people.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(args: &StatusArgs) -> Result<()> {
-    let endpoint = xqz_proto::tls::endpoint(&args.coordinator, args.tls.resolve()?.as_ref())?;
-    let token = args.token.resolve()?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    let stats = runtime.block_on(async {
-        let channel = endpoint.connect().await.with_context(|| format!("connecting to {}", args.coordinator))?;
-        let mut request = tonic::Request::new(GetStatsRequest {});
-        if let Some(token) = token {
-            let value: MetadataValue<_> = format!("Bearer {token}").parse().context("the token")?;
-            request.metadata_mut().insert("authorization", value);
-        }
-        let reply = CoordinatorClient::new(channel).get_stats(request).await;
-        reply.map(tonic::Response::into_inner).map_err(|s| anyhow::anyhow!("{}: {}", s.code(), s.message()))
+    let (stats, jobs) = runtime.block_on(async {
+        let mut client = args.coordinator.connect().await?;
+        let stats = client.get_stats(args.coordinator.request(GetStatsRequest {})?).await.map_err(refused)?;
+        let jobs = client.list_matches(args.coordinator.request(ListMatchesRequest {})?).await.map_err(refused)?;
+        Ok::<_, anyhow::Error>((stats.into_inner(), jobs.into_inner().jobs))
     })?;
     if args.json {
         let by_model: Vec<_> = stats
@@ -49,10 +39,11 @@ pub fn run(args: &StatusArgs) -> Result<()> {
             "latest_model_version": stats.latest_model_version,
             "games_by_model": by_model,
             "duplicate_games": stats.duplicate_games,
+            "matches": jobs.iter().map(job_json).collect::<Vec<_>>(),
         });
         println!("{line}");
     } else {
-        println!("coordinator {}", args.coordinator);
+        println!("coordinator {}", args.coordinator.coordinator);
         println!("  model        v{}", stats.latest_model_version);
         println!("  workers      {} alive (heard from in the last minute)", stats.workers_alive);
         println!("  games        {} ({} positions)", stats.games, stats.samples);
@@ -64,6 +55,9 @@ pub fn run(args: &StatusArgs) -> Result<()> {
             stats.games_by_model.iter().rev().take(5).map(|m| format!("v{}: {}", m.model_version, m.games)).collect();
         if !recent.is_empty() {
             println!("  games of the latest models  {}", recent.join(", "));
+        }
+        for job in jobs.iter().take(10) {
+            println!("  {}", job_line(job));
         }
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! `xqz worker`: self-play for a coordinator (see `xqz_worker::remote`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -49,12 +49,29 @@ pub struct WorkerArgs {
     /// `http://ADDR/metrics`, e.g. `0.0.0.0:9091`; they hold no secrets.
     #[arg(long)]
     metrics: Option<std::net::SocketAddr>,
+    /// Share of the time (0 to 1) spent playing the coordinator's evaluation matches (`xqz eval
+    /// submit`, the matches of new models): 0 none, 1 only those (no self-play, one pair at a
+    /// time per thread). Rungs are played where Fairy-Stockfish is installed.
+    #[arg(long, default_value_t = 0.0, value_parser = parse_share)]
+    eval_share: f64,
 }
+
+fn parse_share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.0..=1.0).contains(&share) => Ok(share),
+        _ => Err(format!("{text:?} is not a share from 0 to 1")),
+    }
+}
+
+/// Match players' networks kept loaded: a match plays the same two models pair after pair.
+const PLAYER_NETS: usize = 4;
 
 /// The network behind an inference service; installing a model swaps it between batches.
 struct NetHost {
     service: InferenceService,
     device: Device,
+    /// The networks of match players, by checkpoint, most recently used last.
+    players: Mutex<Vec<(PathBuf, InferenceService)>>,
 }
 
 impl ModelHost for NetHost {
@@ -68,6 +85,24 @@ impl ModelHost for NetHost {
         let failed = |source: Box<dyn std::error::Error + Send + Sync>| InstallError { path: path.into(), source };
         let (net, _) = checkpoint::load(path, self.device, None).map_err(|e| failed(e.into()))?;
         self.service.swap(net).map_err(|e| failed(e.into()))
+    }
+
+    type Player = Client;
+
+    fn load_player(&self, path: &Path) -> Result<Client, InstallError> {
+        let mut players = self.players.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(at) = players.iter().position(|(p, _)| p == path) {
+            let found = players.remove(at);
+            players.push(found);
+        } else {
+            let (net, _) = checkpoint::load(path, self.device, None)
+                .map_err(|e| InstallError { path: path.into(), source: e.into() })?;
+            if players.len() >= PLAYER_NETS {
+                players.remove(0);
+            }
+            players.push((path.to_path_buf(), InferenceService::spawn(net, ServiceConfig::default())));
+        }
+        Ok(players.last().expect("just pushed").1.client())
     }
 }
 
@@ -96,6 +131,7 @@ pub fn run(args: WorkerArgs) -> Result<()> {
         heartbeat_interval: Duration::from_secs(5),
         drain: Duration::from_secs_f64(args.drain_seconds),
         metrics,
+        eval_share: args.eval_share,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
@@ -116,7 +152,8 @@ pub fn run(args: WorkerArgs) -> Result<()> {
             }
         };
         tracing::info!(model_version = version, "playing with model");
-        let host = Arc::new(NetHost { service: InferenceService::spawn(net, ServiceConfig::default()), device });
+        let service = InferenceService::spawn(net, ServiceConfig::default());
+        let host = Arc::new(NetHost { service, device, players: Mutex::new(Vec::new()) });
         let uploaded = session.run(host, version, shutdown_signal()).await?;
         tracing::info!(uploaded, "done");
         Ok(())

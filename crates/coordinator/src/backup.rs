@@ -197,7 +197,7 @@ mod tests {
         let id = ids.issue("box");
         for n in 0..2 {
             let (metadata, weights) = registry::tests::checkpoint(n);
-            registry.publish(&metadata, "trainer", &weights, 1).unwrap();
+            registry.publish(&metadata, "trainer", &weights, 1, false).unwrap();
             backup.copy().unwrap();
         }
 
@@ -214,7 +214,7 @@ mod tests {
 
         // The third model goes to the backup beside the restored two.
         let (metadata, weights) = registry::tests::checkpoint(2);
-        registry.publish(&metadata, "trainer", &weights, 1).unwrap();
+        registry.publish(&metadata, "trainer", &weights, 1, false).unwrap();
         backup.copy().unwrap();
         let third = tempfile::tempdir().unwrap();
         assert_eq!(Backup::restore(location.clone(), third.path(), false).unwrap().1.models, 3);
@@ -272,7 +272,7 @@ mod tests {
         let (backup, _) = Backup::restore(location.clone(), data.path(), false).unwrap();
         let (registry, _, _) = open(data.path());
         let (metadata, weights) = registry::tests::checkpoint(0);
-        registry.publish(&metadata, "trainer", &weights, 1).unwrap();
+        registry.publish(&metadata, "trainer", &weights, 1, false).unwrap();
         backup.copy().unwrap();
         std::fs::remove_file(backup_dir.path().join("v1.safetensors")).unwrap();
         let err = Backup::restore(location, tempfile::tempdir().unwrap().path(), false).err().unwrap();

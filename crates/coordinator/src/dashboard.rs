@@ -9,6 +9,7 @@
 //! | `GET /api/games/{id}` | [`GameView`]: one of the latest 100 games, move by move |
 //! | `GET /api/training` | [`Training`]: the trainer's `metrics.csv`, thinned to at most 1000 points |
 //! | `GET /api/strength` | [`Strength`]: the strength matches' `strength.csv` |
+//! | `GET /api/matches?limit=N` | [`Matches`]: the latest N match jobs (default 50, at most 1000) |
 //!
 //! The last two read the run folder named by
 //! [`CoordinatorConfig::run_folder`](crate::CoordinatorConfig::run_folder) and answer
@@ -233,6 +234,69 @@ pub struct Strength {
     pub points: Vec<StrengthPoint>,
 }
 
+/// `GET /api/matches`: the match jobs, newest first.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Matches {
+    /// Jobs in all.
+    pub total: u64,
+    /// The latest ones.
+    pub matches: Vec<MatchView>,
+}
+
+/// One match job, as the Matches view shows it (fishtest's columns).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatchView {
+    /// Its id.
+    pub id: u64,
+    /// The first player's name in the match table (scores are its).
+    pub a: String,
+    /// The second player's.
+    pub b: String,
+    /// `running`, `H1`, `H0`, `finished` or `failed`.
+    pub state: String,
+    /// Pairs at most.
+    pub pairs: u32,
+    /// Pairs handed out and not yet back.
+    pub pairs_in_flight: u32,
+    /// The first player's wins, draws and losses.
+    pub wins: u32,
+    /// Draws.
+    pub draws: u32,
+    /// Losses.
+    pub losses: u32,
+    /// Pairs by the first player's points, 0 to 2 in halves.
+    pub pentanomial: Vec<u64>,
+    /// The first player's Elo and its 95% interval.
+    pub elo: f64,
+    /// Lower end.
+    pub elo_lower: f64,
+    /// Upper end.
+    pub elo_upper: f64,
+    /// The SPRT's bounds (`ELO0`, `ELO1`) and LLR with its bounds; `None` without a test.
+    pub sprt: Option<SprtView>,
+    /// The model this match gates, if any.
+    pub gates_model: Option<u64>,
+    /// Why it failed, if it did.
+    pub failure: Option<String>,
+    /// When it was queued, Unix milliseconds.
+    pub created_ms: i64,
+}
+
+/// The test of a [`MatchView`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SprtView {
+    /// Elo of H0 and H1.
+    pub elo0: f64,
+    /// Elo of H1.
+    pub elo1: f64,
+    /// The log-likelihood ratio.
+    pub llr: f64,
+    /// Its lower bound (H0 accepted at or below).
+    pub lower: f64,
+    /// Its upper bound (H1 accepted at or above).
+    pub upper: f64,
+}
+
 /// A failed request: its status and message.
 struct Failure(StatusCode, String);
 
@@ -271,6 +335,7 @@ pub(crate) fn routes(state: Arc<service::State>, run_folder: Option<PathBuf>) ->
         .route("/api/games/{id}", get(game))
         .route("/api/training", get(training))
         .route("/api/strength", get(strength))
+        .route("/api/matches", get(matches))
         .with_state(Arc::new(shared))
 }
 
@@ -417,6 +482,54 @@ async fn models(State(dash): State<Arc<Dashboard>>, query: Result<Query<ListQuer
             .map(|m| model_view(m, by_model.get(&m.version).copied().unwrap_or(0)))
             .collect();
         Ok(Models { total: all.len() as u64, models })
+    })
+    .await
+}
+
+fn match_view(job: &xqz_proto::v1::MatchJob) -> MatchView {
+    let spec = job.spec.clone().unwrap_or_default();
+    MatchView {
+        id: job.id,
+        a: job.a_name.clone(),
+        b: job.b_name.clone(),
+        state: match xqz_proto::v1::MatchState::try_from(job.state) {
+            Ok(xqz_proto::v1::MatchState::H1) => "H1",
+            Ok(xqz_proto::v1::MatchState::H0) => "H0",
+            Ok(xqz_proto::v1::MatchState::Finished) => "finished",
+            Ok(xqz_proto::v1::MatchState::Failed) => "failed",
+            _ => "running",
+        }
+        .into(),
+        pairs: spec.pairs,
+        pairs_in_flight: job.pairs_in_flight,
+        wins: job.wins,
+        draws: job.draws,
+        losses: job.losses,
+        pentanomial: job.pentanomial.clone(),
+        elo: job.elo,
+        elo_lower: job.elo_lower,
+        elo_upper: job.elo_upper,
+        sprt: spec.sprt.map(|s| SprtView {
+            elo0: s.elo0,
+            elo1: s.elo1,
+            llr: job.llr,
+            lower: job.llr_lower,
+            upper: job.llr_upper,
+        }),
+        gates_model: (job.gates_model > 0).then_some(job.gates_model),
+        failure: (!job.failure.is_empty()).then(|| job.failure.clone()),
+        created_ms: job.created_ms,
+    }
+}
+
+async fn matches(
+    State(dash): State<Arc<Dashboard>>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Answer<Matches> {
+    let limit = limit(query, 50, 1000)?;
+    blocking(move || {
+        let jobs = lock(&dash.state.matches).list();
+        Ok(Matches { total: jobs.len() as u64, matches: jobs.iter().take(limit).map(match_view).collect() })
     })
     .await
 }

@@ -6,14 +6,17 @@
 //!
 //! Data layout under the data folder: `dataset/` (an `xqz_dataset` dataset), `idempotency.log`
 //! (one JSON line per answered idempotency key, fsynced after the games' shard), `settings.json`
-//! (every version of the play settings the folder's games were played under) and `models/`
-//! (`v<N>.safetensors`, `v<N>.json`, `registry.json`).
+//! (every version of the play settings the folder's games were played under), `models/`
+//! (`v<N>.safetensors`, `v<N>.json`, `registry.json`), `matches.json` (the match jobs that workers
+//! play pair by pair) and `eval/` (their games: the match table of `xqz_arena::records`).
 
 mod backup;
 mod budget;
 pub mod dashboard;
 mod error;
+mod evaluation;
 mod http;
+mod matches;
 mod metrics;
 mod registry;
 mod service;
@@ -41,6 +44,7 @@ use xqz_proto::v1::coordinator_server::CoordinatorServer;
 
 pub use backup::Restored;
 pub use error::CoordinatorError;
+pub use matches::{Evaluation, MATCHES_FILE, match_id};
 pub use service::CoordinatorService;
 pub use settings::{SETTINGS_FILE, SettingsHistory};
 pub use validate::{Against, check_request, validate_games};
@@ -48,6 +52,7 @@ pub use worker_ids::{KEY_FILE as WORKER_ID_KEY_FILE, WorkerIds};
 
 use crate::backup::Backup;
 use crate::error::IoAt;
+use crate::matches::Board;
 use crate::registry::Registry;
 use crate::service::State;
 use crate::store::Store;
@@ -148,6 +153,8 @@ pub struct CoordinatorConfig {
     pub openings: Option<Arc<OpeningSuite>>,
     /// Request size limits.
     pub limits: Limits,
+    /// The matches queued for each published model, and the gate.
+    pub evaluation: Evaluation,
 }
 
 impl CoordinatorConfig {
@@ -167,6 +174,7 @@ impl CoordinatorConfig {
             schedule: PlaySchedule::default(),
             openings: None,
             limits: Limits::default(),
+            evaluation: Evaluation::default(),
         }
     }
 }
@@ -248,7 +256,7 @@ fn check_token(
 /// What a coordinator keeps in its data folder, opened (and first filled from the backup, if
 /// one is configured): the settings history, the game store, the model registry, the worker ids
 /// and the backup.
-type Opened = (SettingsHistory, Store, Registry, WorkerIds, Option<Backup>);
+type Opened = (SettingsHistory, Store, Registry, WorkerIds, Option<Backup>, Board);
 
 /// Opens the data folder of `config` (creating it), on a blocking thread.
 fn open_data(config: &CoordinatorConfig) -> Result<Opened, CoordinatorError> {
@@ -284,7 +292,8 @@ fn open_data(config: &CoordinatorConfig) -> Result<Opened, CoordinatorError> {
     if let Some(backup) = &backup {
         backup.copy()?;
     }
-    Ok((history, Store::open(data, dataset, crate::store::Memory::default())?, registry, ids, backup))
+    let board = Board::open(data)?;
+    Ok((history, Store::open(data, dataset, crate::store::Memory::default())?, registry, ids, backup, board))
 }
 
 /// Logs workers that fell silent as lost every `every`, even while nobody calls, until `stop`.
@@ -315,9 +324,11 @@ pub async fn serve(
         move || open_data(&config)
     })
     .await??;
-    let (history, store, registry, ids, backup) = opened;
+    let (history, store, registry, ids, backup, board) = opened;
+    let kept = (backup, board, config.evaluation.clone());
     let state =
-        Arc::new(State::new(history, config.openings.clone(), config.limits.clone(), store, registry, ids, backup));
+        Arc::new(State::new(history, config.openings.clone(), config.limits.clone(), store, registry, ids, kept));
+    evaluation::settle_gates(&state);
     let listener = TcpListener::bind(config.listen).await.at(config.listen.to_string())?;
     let addr = listener.local_addr().at(config.listen.to_string())?;
     let (stop_tx, stop_rx) = watch::channel(false);

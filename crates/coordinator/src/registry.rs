@@ -1,6 +1,10 @@
 //! The model registry in `<data>/models/`: `v<N>.safetensors`, `v<N>.json` (the checkpoint
 //! metadata, rewritten to name the stored file and version) and `registry.json`, each written
 //! atomically; new models are announced to watchers through a broadcast channel.
+//!
+//! A model published under a gate (`--gate`) is stored but *held*: downloadable by version (the
+//! workers that play its gating match need it), yet neither announced nor counted as the latest
+//! until it passes ([`Registry::release`]); one that fails stays refused, across restarts.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -26,6 +30,21 @@ struct Entry {
     bytes: u64,
     publisher: String,
     published_ms: i64,
+    #[serde(default)]
+    gate: Gate,
+}
+
+/// Whether a model is announced to self-play.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Gate {
+    /// Announced (every model of a run without a gate).
+    #[default]
+    Announced,
+    /// Waiting for its gating match.
+    Held,
+    /// Lost its gating match: never announced.
+    Refused,
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -98,9 +117,15 @@ fn check_weights(weights: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// A stored model and whether it is announced.
+struct Listed {
+    model: ModelAnnouncement,
+    gate: Gate,
+}
+
 pub(crate) struct Registry {
     dir: PathBuf,
-    models: Mutex<Vec<ModelAnnouncement>>,
+    models: Mutex<Vec<Listed>>,
     announce: broadcast::Sender<ModelAnnouncement>,
 }
 
@@ -130,44 +155,56 @@ impl Registry {
             }
             let meta_path = dir.join(&entry.metadata_file);
             let metadata_json = fs::read_to_string(&meta_path).at(&meta_path)?;
-            models.push(ModelAnnouncement {
-                version: entry.version,
-                metadata_json,
-                weights_sha256: entry.sha256,
-                weights_bytes: entry.bytes,
-                published_by: entry.publisher,
-                published_ms: entry.published_ms,
-                // The service adds the settings in force when it announces a model.
-                settings: None,
+            models.push(Listed {
+                gate: entry.gate,
+                model: ModelAnnouncement {
+                    version: entry.version,
+                    metadata_json,
+                    weights_sha256: entry.sha256,
+                    weights_bytes: entry.bytes,
+                    published_by: entry.publisher,
+                    published_ms: entry.published_ms,
+                    // The service adds the settings in force when it announces a model.
+                    settings: None,
+                },
             });
         }
         let (announce, _) = broadcast::channel(64);
         Ok(Registry { dir: dir.to_path_buf(), models: Mutex::new(models), announce })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<ModelAnnouncement>> {
-        // A panic while holding the lock cannot leave the list half-updated (one push at the end).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Listed>> {
+        // A panic while holding the lock cannot leave the list half-updated (one change at the end).
         self.models.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The newest version, 0 when none is published.
+    fn announced(models: &[Listed]) -> impl DoubleEndedIterator<Item = &ModelAnnouncement> {
+        models.iter().filter(|m| m.gate == Gate::Announced).map(|m| &m.model)
+    }
+
+    /// The newest announced version, 0 when none is.
     pub fn latest_version(&self) -> u64 {
-        self.lock().last().map_or(0, |m| m.version)
+        Self::announced(&self.lock()).next_back().map_or(0, |m| m.version)
     }
 
-    /// The newest model.
+    /// The newest announced model.
     pub fn latest(&self) -> Option<ModelAnnouncement> {
-        self.lock().last().cloned()
+        Self::announced(&self.lock()).next_back().cloned()
     }
 
-    /// The models published after `version`, oldest first.
+    /// The models announced after `version`, oldest first.
     pub fn after(&self, version: u64) -> Vec<ModelAnnouncement> {
-        self.lock().iter().filter(|m| m.version > version).cloned().collect()
+        Self::announced(&self.lock()).filter(|m| m.version > version).cloned().collect()
     }
 
-    /// The model `version`, if published.
+    /// The model `version`, if stored (held or refused ones too: matches play them).
     pub fn get(&self, version: u64) -> Option<ModelAnnouncement> {
-        self.lock().iter().find(|m| m.version == version).cloned()
+        self.lock().iter().find(|m| m.model.version == version).map(|m| m.model.clone())
+    }
+
+    /// Whether model `version` is announced, held or refused; `None` if not stored.
+    pub fn gate(&self, version: u64) -> Option<Gate> {
+        self.lock().iter().find(|m| m.model.version == version).map(|m| m.gate)
     }
 
     /// The weights file of `version`.
@@ -187,6 +224,7 @@ impl Registry {
         publisher: &str,
         weights: &[u8],
         now_ms: i64,
+        hold: bool,
     ) -> Result<ModelAnnouncement, PublishError> {
         let invalid = |m: String| PublishError::Invalid(m);
         let mut meta: serde_json::Value =
@@ -213,7 +251,7 @@ impl Registry {
         }
         check_weights(weights).map_err(|m| invalid(format!("the weights are not a network: {m}")))?;
         let mut models = self.lock();
-        let version = models.last().map_or(0, |m| m.version) + 1;
+        let version = models.last().map_or(0, |m| m.model.version) + 1;
         let (weights_file, metadata_file) = model_files(version);
         meta["weights"]["file"] = weights_file.clone().into();
         if !meta.get("info").is_some_and(|i| i.is_object()) {
@@ -236,9 +274,49 @@ impl Registry {
             published_ms: now_ms,
             settings: None,
         };
-        let mut listed: Vec<Entry> = models
+        let gate = if hold { Gate::Held } else { Gate::Announced };
+        let mut listed = Self::entries(&models);
+        listed.push(Entry {
+            version,
+            weights_file,
+            metadata_file,
+            sha256: sha,
+            bytes: want_bytes,
+            publisher: publisher.to_string(),
+            published_ms: now_ms,
+            gate,
+        });
+        self.write_listing(listed).map_err(PublishError::Storage)?;
+        models.push(Listed { model: announcement.clone(), gate });
+        if gate == Gate::Announced {
+            // No receiver is not an error: nobody is watching yet.
+            let _ = self.announce.send(announcement.clone());
+        }
+        Ok(announcement)
+    }
+
+    /// Ends the hold on model `version`: announced if it `passed` its gating match, else refused
+    /// for good. A model that is not held is left as it is (false).
+    pub fn release(&self, version: u64, passed: bool) -> Result<bool, CoordinatorError> {
+        let mut models = self.lock();
+        let Some(at) = models.iter().position(|m| m.model.version == version && m.gate == Gate::Held) else {
+            return Ok(false);
+        };
+        let gate = if passed { Gate::Announced } else { Gate::Refused };
+        let mut listed = Self::entries(&models);
+        listed[at].gate = gate;
+        self.write_listing(listed)?;
+        models[at].gate = gate;
+        if passed {
+            let _ = self.announce.send(models[at].model.clone());
+        }
+        Ok(true)
+    }
+
+    fn entries(models: &[Listed]) -> Vec<Entry> {
+        models
             .iter()
-            .map(|m| {
+            .map(|Listed { model: m, gate }| {
                 let (weights_file, metadata_file) = model_files(m.version);
                 Entry {
                     version: m.version,
@@ -248,24 +326,15 @@ impl Registry {
                     bytes: m.weights_bytes,
                     publisher: m.published_by.clone(),
                     published_ms: m.published_ms,
+                    gate: *gate,
                 }
             })
-            .collect();
-        listed.push(Entry {
-            version,
-            weights_file,
-            metadata_file,
-            sha256: sha,
-            bytes: want_bytes,
-            publisher: publisher.to_string(),
-            published_ms: now_ms,
-        });
-        let text = serde_json::to_vec_pretty(&RegistryFile { models: listed }).map_err(|e| invalid(e.to_string()))?;
-        write_atomic(&self.dir.join(REGISTRY_FILE), &text)?;
-        models.push(announcement.clone());
-        // No receiver is not an error: nobody is watching yet.
-        let _ = self.announce.send(announcement.clone());
-        Ok(announcement)
+            .collect()
+    }
+
+    fn write_listing(&self, models: Vec<Entry>) -> Result<(), CoordinatorError> {
+        let text = serde_json::to_vec_pretty(&RegistryFile { models }).expect("the listing serialises");
+        write_atomic(&self.dir.join(REGISTRY_FILE), &text)
     }
 }
 
@@ -291,7 +360,7 @@ pub(crate) mod tests {
         let registry = Registry::open(dir.path()).unwrap();
         for n in 0..2 {
             let (metadata, weights) = checkpoint(n);
-            registry.publish(&metadata, "trainer", &weights, 1).unwrap();
+            registry.publish(&metadata, "trainer", &weights, 1, false).unwrap();
         }
         let listing = fs::read(dir.path().join(REGISTRY_FILE)).unwrap();
         let listed = listed_files(&listing).unwrap();

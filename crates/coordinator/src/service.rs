@@ -20,6 +20,7 @@ use xqz_proto::v1::*;
 
 use crate::Limits;
 use crate::backup::Backup;
+use crate::matches::{Board, Evaluation};
 use crate::metrics::Metrics;
 use crate::registry::{PublishError, Registry};
 use crate::settings::SettingsHistory;
@@ -102,11 +103,15 @@ pub(crate) struct State {
     pub registry: Registry,
     pub metrics: Metrics,
     workers: Mutex<HashMap<String, WorkerSeen>>,
-    worker_ids: WorkerIds,
+    pub worker_ids: WorkerIds,
     /// Requests waiting for the store, oldest first (see [`State::commit`]).
     commits: Mutex<VecDeque<Queued>>,
     /// The backup of the models, the settings and (where kept) the idempotency log.
     pub backup: Option<Backup>,
+    /// The match jobs.
+    pub matches: Mutex<Board>,
+    /// The matches queued for each published model, and the gate.
+    pub evaluation: Evaluation,
 }
 
 // The guarded structures are updated in one step after all fallible work, so a panic elsewhere
@@ -132,7 +137,7 @@ impl State {
         store: Store,
         registry: Registry,
         worker_ids: WorkerIds,
-        backup: Option<Backup>,
+        (backup, matches, evaluation): (Option<Backup>, Board, Evaluation),
     ) -> State {
         State {
             settings: RwLock::new(settings),
@@ -149,6 +154,8 @@ impl State {
             worker_ids,
             commits: Mutex::new(VecDeque::new()),
             backup,
+            matches: Mutex::new(matches),
+            evaluation,
         }
     }
 
@@ -181,7 +188,7 @@ impl State {
     }
 
     /// Notes that `worker_id` was heard from.
-    fn touch(&self, worker_id: &str) {
+    pub fn touch(&self, worker_id: &str) {
         self.note(worker_id, 0, 0, false);
     }
 
@@ -260,7 +267,7 @@ impl State {
 /// The tonic service; cheap to clone.
 #[derive(Clone)]
 pub struct CoordinatorService {
-    state: Arc<State>,
+    pub(crate) state: Arc<State>,
     /// Turns true at shutdown, ending the long-lived streams so that the server can drain.
     stop: watch::Receiver<bool>,
 }
@@ -381,10 +388,17 @@ impl CoordinatorService {
         let state = self.state.clone();
         let published = tokio::task::spawn_blocking(move || {
             let mut settings = state.settings.write().unwrap_or_else(|e| e.into_inner());
-            let model = state.registry.publish(&header.metadata_json, &header.publisher, &weights, now_ms())?;
-            let changed = settings.on_model(model.version).map(|changed| (settings.current().0, changed));
+            let previous = state.registry.latest().map(|m| m.version);
+            // The first model has nothing to be gated against.
+            let held = state.evaluation.gate.is_some() && previous.is_some();
+            let model = state.registry.publish(&header.metadata_json, &header.publisher, &weights, now_ms(), held)?;
+            let changed = match held {
+                true => Ok((settings.current().0, false)),
+                false => settings.on_model(model.version).map(|changed| (settings.current().0, changed)),
+            };
             // The upload must not hold up the validation of games, which reads the settings.
             drop(settings);
+            lock(&state.matches).queue_for(&state.evaluation, model.version, previous, now_ms());
             if let Some(backup) = &state.backup
                 && let Err(e) = backup.copy()
             {
@@ -403,7 +417,8 @@ impl CoordinatorService {
                     settings_changed,
                     publisher = %clip(&model.published_by),
                     bytes = model.weights_bytes,
-                    "model published and announced"
+                    held = state_held(&self.state, model.version),
+                    "model published"
                 );
                 Ok(PublishModelResponse { version: model.version })
             }
@@ -416,6 +431,11 @@ impl CoordinatorService {
             Err(PublishError::Storage(e)) => Err(Status::internal(format!("storing the model failed: {e}"))),
         }
     }
+}
+
+/// Whether model `version` waits for its gating match.
+fn state_held(state: &State, version: u64) -> bool {
+    state.registry.gate(version) == Some(crate::registry::Gate::Held)
 }
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
@@ -591,6 +611,38 @@ impl Coordinator for CoordinatorService {
                 .collect(),
             duplicate_games: self.state.metrics.duplicates.get(),
         }))
+    }
+
+    async fn submit_match(&self, request: Request<SubmitMatchRequest>) -> Result<Response<MatchJob>, Status> {
+        let answer = CoordinatorService::submit_match(self, request).await;
+        if let Err(status) = &answer {
+            warn!(code = ?status.code(), reason = status.message(), "match refused");
+        }
+        answer.map(Response::new)
+    }
+
+    async fn list_matches(
+        &self,
+        _request: Request<ListMatchesRequest>,
+    ) -> Result<Response<ListMatchesResponse>, Status> {
+        Ok(Response::new(CoordinatorService::list_matches(self)))
+    }
+
+    async fn take_pair(&self, request: Request<TakePairRequest>) -> Result<Response<TakePairResponse>, Status> {
+        CoordinatorService::take_pair(self, request.into_inner()).await.map(Response::new)
+    }
+
+    async fn submit_pair(&self, request: Request<SubmitPairRequest>) -> Result<Response<SubmitPairResponse>, Status> {
+        let request = request.into_inner();
+        let (worker, id, pair) = (request.worker_id.clone(), request.match_id, request.pair);
+        let answer = CoordinatorService::submit_pair(self, request).await;
+        match &answer {
+            Ok(done) => debug!(worker = %clip(&worker), match_id = id, pair, counted = done.counted, "pair handed in"),
+            Err(status) => {
+                warn!(worker = %clip(&worker), match_id = id, pair, code = ?status.code(), reason = status.message(), "pair refused")
+            }
+        }
+        answer.map(Response::new)
     }
 }
 

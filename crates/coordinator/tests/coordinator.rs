@@ -341,6 +341,7 @@ fn worker_config(server: &Server, dir: &Path, max_games: u64, metrics: WorkerMet
         heartbeat_interval: Duration::from_secs(1),
         drain: Duration::from_secs(1),
         metrics,
+        eval_share: 0.0,
     }
 }
 
@@ -374,6 +375,12 @@ impl ModelHost for MaterialHost {
 
     fn install(&self, _: &Path) -> Result<(), xqz_worker::remote::InstallError> {
         Ok(())
+    }
+
+    type Player = MaterialEvaluator;
+
+    fn load_player(&self, _: &Path) -> Result<MaterialEvaluator, xqz_worker::remote::InstallError> {
+        Ok(MaterialEvaluator)
     }
 }
 

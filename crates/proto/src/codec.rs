@@ -74,7 +74,56 @@ flat_messages!(
     PublishModelResponse,
     SubmitGamesResponse,
     GetStatsRequest,
+    SubmitMatchRequest,
+    MatchJob,
+    ListMatchesRequest,
+    TakePairRequest,
+    SubmitPairResponse,
 );
+
+/// Checks a message whose field `field` is a repeated message of `size` bytes in memory.
+fn repeated(bytes: &[u8], field: u64, size: usize, what: &str) -> Result<(), Status> {
+    let mut entries = 0usize;
+    walk(bytes, &mut |f, _| {
+        entries += usize::from(f == field);
+        Ok(())
+    })
+    .map_err(malformed)?;
+    within(bytes.len(), 2 * entries * size + 4 * bytes.len(), &format!("{entries} {what}"))
+}
+
+impl WireBudget for v1::ListMatchesResponse {
+    fn check(bytes: &[u8]) -> Result<(), Status> {
+        repeated(bytes, 1, size_of::<v1::MatchJob>(), "matches")
+    }
+}
+
+impl WireBudget for v1::SubmitPairRequest {
+    fn check(bytes: &[u8]) -> Result<(), Status> {
+        repeated(bytes, 4, size_of::<v1::PlayedGame>(), "games")
+    }
+}
+
+impl WireBudget for v1::TakePairResponse {
+    fn check(bytes: &[u8]) -> Result<(), Status> {
+        // Field 1 is the assignment, whose field 4 is `repeated ModelAnnouncement models`.
+        let mut models = 0usize;
+        walk(bytes, &mut |field, value| {
+            if field == 1
+                && let Value::Bytes(assignment) = value
+            {
+                walk(assignment, &mut |field, _| {
+                    models += usize::from(field == 4);
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        })
+        .map_err(malformed)?;
+        let estimate = 2 * models * size_of::<v1::ModelAnnouncement>() + 4 * bytes.len();
+        within(bytes.len(), estimate, &format!("{models} models"))
+    }
+}
 
 impl WireBudget for v1::Stats {
     fn check(bytes: &[u8]) -> Result<(), Status> {

@@ -14,6 +14,7 @@ pub mod v1 {
 }
 
 pub mod codec;
+pub mod matches;
 pub mod tls;
 pub mod wire;
 

@@ -146,7 +146,7 @@ pub fn suite_from_wire(wire: &v1::OpeningSuite) -> Result<OpeningSuite, WireErro
     Ok(suite)
 }
 
-fn move_code(mv: Move) -> u32 {
+pub(crate) fn move_code(mv: Move) -> u32 {
     u32::from(mv.to_u16())
 }
 
@@ -368,7 +368,7 @@ pub fn decode_game_id(bytes: &[u8]) -> Result<GameId, GameError> {
     bytes.try_into().map(GameId).map_err(|_| GameError::GameId(bytes.len()))
 }
 
-fn decode_move(code: u32) -> Option<Move> {
+pub(crate) fn decode_move(code: u32) -> Option<Move> {
     u16::try_from(code).ok().and_then(Move::from_u16)
 }
 

@@ -19,7 +19,9 @@
 //!   settings in force: games that start afterwards play under them (games in progress finish
 //!   under theirs), and each game names the settings version it was played under (`models`,
 //!   the settings switch in `play`);
-//! - heartbeats (`heartbeat`).
+//! - heartbeats (`heartbeat`);
+//! - with [`RemoteConfig::eval_share`] above 0, pairs of the coordinator's evaluation matches
+//!   (`matches`): with a share of 1 only those, one at a time per thread, and no self-play.
 //!
 //! On shutdown no new game starts, games in progress get [`RemoteConfig::drain`] to finish (then
 //! the rest are dropped), finished games are spooled and the uploader gets [`SHUTDOWN_GRACE`] to
@@ -28,6 +30,7 @@
 mod batcher;
 mod client;
 mod heartbeat;
+mod matches;
 mod models;
 mod play;
 mod upload;
@@ -49,6 +52,7 @@ use xqz_proto::wire::{WireError, settings_from_wire, suite_from_wire};
 use self::batcher::{Batcher, batch_games};
 pub use self::client::{Auth, Client};
 use self::client::{Failure, call, classify, wait};
+pub use self::matches::capabilities;
 use crate::backoff::Backoff;
 use crate::metrics::WorkerMetrics;
 use crate::spool::{Spool, SpoolError};
@@ -85,6 +89,9 @@ pub struct RemoteConfig {
     pub drain: Duration,
     /// What the worker counts (its games, moves, evaluations, uploads, model version).
     pub metrics: WorkerMetrics,
+    /// Share of the wall time (0 to 1) spent on the coordinator's evaluation matches: 0 none,
+    /// 1 nothing else (no self-play).
+    pub eval_share: f64,
 }
 
 /// The network a worker plays with, replaceable while games are in progress.
@@ -96,6 +103,11 @@ pub trait ModelHost: Send + Sync + 'static {
     /// Loads the checkpoint whose metadata file is `checkpoint` and plays with it from now on.
     /// Called on a blocking thread.
     fn install(&self, checkpoint: &Path) -> Result<(), InstallError>;
+    /// The evaluator of a match's player: a network of its own for `checkpoint`, beside the one
+    /// self-play uses. Called on a blocking thread.
+    type Player: Evaluator + Send + 'static;
+    /// Loads `checkpoint` (a metadata file) for a match's player.
+    fn load_player(&self, checkpoint: &Path) -> Result<Self::Player, InstallError>;
 }
 
 /// Why a [`ModelHost`] could not install a model.
@@ -232,8 +244,55 @@ impl Session {
     }
 
     /// Plays until `shutdown` resolves (or `max_games` are uploaded), with `host`'s network, which
-    /// is model `model_version` now. Returns the number of games uploaded.
+    /// is model `model_version` now, and match pairs as [`RemoteConfig::eval_share`] says.
+    /// Returns the number of games uploaded.
     pub async fn run<H: ModelHost>(
+        self,
+        host: Arc<H>,
+        model_version: u64,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<u64, RemoteError> {
+        let share = self.config.eval_share.clamp(0.0, 1.0);
+        if share >= 1.0 {
+            return Ok(self.play_matches_only(host, shutdown).await);
+        }
+        let matches = (share > 0.0).then(|| {
+            let (client, config, id) = (self.client.clone(), self.config.clone(), self.worker_id.clone());
+            tokio::spawn(matches::play_matches(client, config, id, host.clone(), share))
+        });
+        let uploaded = self.self_play(host, model_version, shutdown).await;
+        if let Some(matches) = matches {
+            matches.abort();
+        }
+        uploaded
+    }
+
+    /// Match pairs only, one loop per thread, until `shutdown`: a pair in progress is dropped (and
+    /// handed out again by the coordinator once this worker counts as gone). Returns 0 (no games
+    /// uploaded).
+    async fn play_matches_only<H: ModelHost>(self, host: Arc<H>, shutdown: impl Future<Output = ()>) -> u64 {
+        let loops: Vec<_> = (0..self.config.threads.max(1))
+            .map(|_| {
+                let (client, config, id) = (self.client.clone(), self.config.clone(), self.worker_id.clone());
+                tokio::spawn(matches::play_matches(client, config, id, host.clone(), 1.0))
+            })
+            .collect();
+        let heartbeat = tokio::spawn(heartbeat::heartbeats(
+            self.client.clone(),
+            self.worker_id.clone(),
+            self.config.heartbeat_interval,
+            Arc::new(AtomicU64::new(0)),
+            Arc::new(AtomicU64::new(0)),
+        ));
+        info!(loops = loops.len(), "playing evaluation matches only");
+        shutdown.await;
+        loops.iter().for_each(|l| l.abort());
+        heartbeat.abort();
+        0
+    }
+
+    /// Self-play, as [`run`](Self::run) describes it.
+    async fn self_play<H: ModelHost>(
         self,
         host: Arc<H>,
         model_version: u64,

@@ -80,6 +80,7 @@ mod tests {
             heartbeat_interval: std::time::Duration::from_secs(1),
             drain: std::time::Duration::from_secs(1),
             metrics: WorkerMetrics::default(),
+            eval_share: 0.0,
         }
     }
 

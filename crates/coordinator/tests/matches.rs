@@ -1,0 +1,221 @@
+//! Match jobs through the API: a gated model reaches self-play workers only after it wins its
+//! match against the current one, and a pair is counted only as the rules end it from its opening,
+//! once.
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+use tokio::sync::oneshot;
+use tonic::Code;
+use tonic::service::interceptor::InterceptedService;
+use tonic::transport::Channel;
+use xqz_arena::job::{Contestant, play_pair};
+use xqz_arena::player::SearchPlayer;
+use xqz_arena::stats::Sprt;
+use xqz_coordinator::{CoordinatorConfig, Evaluation, Running, serve};
+use xqz_mcts::{Evaluator, MaterialEvaluator, PlaySettings, SearchConfig, UniformEvaluator};
+use xqz_proto::matches::{pair_to_wire, spec_from_wire};
+use xqz_proto::v1::coordinator_client::CoordinatorClient;
+use xqz_proto::v1::*;
+
+type AddToken = Box<dyn FnMut(tonic::Request<()>) -> Result<tonic::Request<()>, tonic::Status> + Send>;
+type Client = CoordinatorClient<InterceptedService<Channel, AddToken>>;
+
+struct Server {
+    running: Running,
+    stop: oneshot::Sender<()>,
+}
+
+async fn start(data: &Path, evaluation: Evaluation, publisher: Option<&str>) -> Server {
+    let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data);
+    config.token = Some("worker".into());
+    config.publisher_token = publisher.map(String::from);
+    config.settings = PlaySettings { max_plies: 2, ..PlaySettings::default() };
+    config.evaluation = evaluation;
+    let (stop, rx) = oneshot::channel::<()>();
+    let running = serve(config, async move { drop(rx.await) }).await.unwrap();
+    Server { running, stop }
+}
+
+impl Server {
+    async fn client(&self, token: &str) -> Client {
+        let channel = Channel::from_shared(format!("http://{}", self.running.addr())).unwrap().connect().await.unwrap();
+        let header: tonic::metadata::MetadataValue<_> = format!("Bearer {token}").parse().unwrap();
+        let add: AddToken = Box::new(move |mut r: tonic::Request<()>| {
+            r.metadata_mut().insert("authorization", header.clone());
+            Ok(r)
+        });
+        CoordinatorClient::with_interceptor(channel, add)
+    }
+
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.running.wait().await.unwrap();
+    }
+}
+
+/// A model of its own weights, `n` making each one different.
+async fn publish(client: &mut Client, n: u32) -> u64 {
+    let data: Vec<u8> = (0..64u32).flat_map(|i| ((i + n) as f32).to_le_bytes()).collect();
+    let tensor = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![64], &data).unwrap();
+    let weights = safetensors::serialize([("w", tensor)], &None).unwrap();
+    let meta = serde_json::json!({
+        "format": 2,
+        "weights": { "file": "w.safetensors", "bytes": weights.len(), "sha256": format!("{:x}", Sha256::digest(&weights)) },
+    });
+    let header = PublishHeader { metadata_json: meta.to_string(), publisher: "trainer".into() };
+    let chunks = vec![
+        PublishModelChunk { part: Some(publish_model_chunk::Part::Header(header)) },
+        PublishModelChunk { part: Some(publish_model_chunk::Part::Data(weights)) },
+    ];
+    client.publish_model(tokio_stream::iter(chunks)).await.unwrap().into_inner().version
+}
+
+async fn worker_id(client: &mut Client) -> String {
+    client.register(RegisterRequest::default()).await.unwrap().into_inner().worker_id
+}
+
+/// Plays the pairs the coordinator hands out until it hands out none, the first player searching
+/// with `a` and the second with `b` (a stand-in for the models, which the coordinator cannot tell
+/// apart from them).
+async fn play_out<A, B>(client: &mut Client, worker: &str, a: A, b: B) -> u32
+where
+    A: Evaluator + Clone,
+    B: Evaluator + Clone,
+{
+    let mut pairs = 0;
+    loop {
+        let request = TakePairRequest { worker_id: worker.into(), can_play: vec![] };
+        let Some(assignment) = client.take_pair(request).await.unwrap().into_inner().pair else { return pairs };
+        let spec = spec_from_wire(assignment.spec.as_ref().unwrap()).unwrap();
+        let playouts = |c: &Contestant| if let Contestant::Model { playouts, .. } = c { *playouts } else { 8 };
+        let mut pa = SearchPlayer::new(&spec.a.name(), a.clone(), playouts(&spec.a), SearchConfig::default());
+        let mut pb = SearchPlayer::new(&spec.b.name(), b.clone(), playouts(&spec.b), SearchConfig::default());
+        let games = play_pair(&spec, assignment.pair, &mut pa, &mut pb).unwrap();
+        let request = SubmitPairRequest {
+            worker_id: worker.into(),
+            match_id: assignment.match_id,
+            pair: assignment.pair,
+            games: pair_to_wire(&games),
+        };
+        assert!(client.submit_pair(request).await.unwrap().into_inner().counted);
+        pairs += 1;
+    }
+}
+
+async fn latest(client: &mut Client) -> u64 {
+    client.get_stats(GetStatsRequest {}).await.unwrap().into_inner().latest_model_version
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gated_model_reaches_self_play_only_after_it_wins_its_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Sprt { elo0: 0.0, elo1: 100.0, alpha: 0.1, beta: 0.1, model: Default::default() };
+    let evaluation = Evaluation {
+        previous_pairs: 40,
+        playouts: 16,
+        max_plies: 40,
+        material_adjudication: Some(1),
+        gate: Some(gate),
+        ..Evaluation::default()
+    };
+    let server = start(dir.path(), evaluation.clone(), None).await;
+    let mut client = server.client("worker").await;
+    let worker = worker_id(&mut client).await;
+    let mut watch = client.watch_models(WatchModelsRequest { after_version: 0 }).await.unwrap().into_inner();
+    assert_eq!(publish(&mut client, 1).await, 1);
+    assert_eq!(watch.message().await.unwrap().unwrap().version, 1, "the first model has nothing to beat");
+    assert_eq!(publish(&mut client, 2).await, 2);
+    assert_eq!(latest(&mut client).await, 1, "v2 waits for its match");
+    let jobs = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
+    assert_eq!((jobs.len(), jobs[0].a_name.as_str(), jobs[0].b_name.as_str()), (1, "v2@16", "v1@16"));
+    assert_eq!(jobs[0].gates_model, 2);
+
+    // v2 "plays" material counting against the bare rules: it wins, and is announced.
+    play_out(&mut client, &worker, MaterialEvaluator, UniformEvaluator).await;
+    let decided = &client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs[0];
+    assert_eq!(decided.state, MatchState::H1 as i32, "{decided:?}");
+    assert_eq!(latest(&mut client).await, 2);
+    assert_eq!(watch.message().await.unwrap().unwrap().version, 2);
+
+    // v3 loses to v2 and is never announced, also after a restart.
+    assert_eq!(publish(&mut client, 3).await, 3);
+    play_out(&mut client, &worker, UniformEvaluator, MaterialEvaluator).await;
+    let jobs = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
+    assert_eq!((jobs[0].gates_model, jobs[0].state), (3, MatchState::H0 as i32), "{:?}", jobs[0]);
+    assert_eq!(latest(&mut client).await, 2);
+    server.stop().await;
+    let server = start(dir.path(), evaluation, None).await;
+    let mut client = server.client("worker").await;
+    assert_eq!(latest(&mut client).await, 2);
+    let models = client.register(RegisterRequest::default()).await.unwrap().into_inner().current_model.unwrap();
+    assert_eq!(models.version, 2);
+    assert_eq!(client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs.len(), 2);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pair_counts_once_and_only_as_the_rules_end_it_from_its_opening() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), Evaluation::default(), Some("trainer")).await;
+    let (mut worker, mut trainer) = (server.client("worker").await, server.client("trainer").await);
+    let id = worker_id(&mut worker).await;
+    let spec = xqz_arena::job::MatchSpec {
+        max_plies: 30,
+        ..xqz_arena::job::MatchSpec::new("material@8".parse().unwrap(), "uniform@8".parse().unwrap(), 2)
+    };
+    let request = SubmitMatchRequest { spec: Some(xqz_proto::matches::spec_to_wire(&spec)) };
+    let refused = worker.submit_match(request.clone()).await.unwrap_err();
+    assert_eq!(refused.code(), Code::PermissionDenied, "only the trainer's token submits: {refused:?}");
+    let job = trainer.submit_match(request).await.unwrap().into_inner();
+    let bad = SubmitMatchRequest {
+        spec: Some(xqz_proto::matches::spec_to_wire(&xqz_arena::job::MatchSpec::new(
+            "v9@8".parse().unwrap(),
+            "uniform@8".parse().unwrap(),
+            2,
+        ))),
+    };
+    assert_eq!(trainer.submit_match(bad).await.unwrap_err().code(), Code::FailedPrecondition, "no model v9");
+
+    let assignment = worker
+        .take_pair(TakePairRequest { worker_id: id.clone(), can_play: vec![] })
+        .await
+        .unwrap()
+        .into_inner()
+        .pair
+        .unwrap();
+    let search = SearchConfig::default();
+    let mut a = SearchPlayer::new("a", MaterialEvaluator, 8, search);
+    let mut b = SearchPlayer::new("b", UniformEvaluator, 8, search);
+    let games = pair_to_wire(&play_pair(&spec, assignment.pair, &mut a, &mut b).unwrap());
+    let submit =
+        |games: Vec<PlayedGame>, pair: u32| SubmitPairRequest { worker_id: id.clone(), match_id: job.id, pair, games };
+    // A forged result, a game cut short, another pair's opening, one game: refused, nothing counted.
+    let mut forged = games.clone();
+    forged[0].result = if forged[0].result == "draw" { "red".into() } else { "draw".into() };
+    let mut short = games.clone();
+    short[1].moves.pop();
+    for (request, what) in [
+        (submit(forged, assignment.pair), "result"),
+        (submit(short, assignment.pair), "not over"),
+        (submit(games.clone(), 1 - assignment.pair), "opening"),
+        (submit(games[..1].to_vec(), assignment.pair), "two games"),
+    ] {
+        let error = worker.submit_pair(request).await.unwrap_err();
+        assert_eq!(error.code(), Code::InvalidArgument, "{what}: {error:?}");
+        assert!(error.message().contains(what), "{what}: {}", error.message());
+    }
+    let unknown = SubmitPairRequest { match_id: 99, ..submit(games.clone(), 0) };
+    assert_eq!(worker.submit_pair(unknown).await.unwrap_err().code(), Code::NotFound);
+    let stranger = SubmitPairRequest { worker_id: "nobody".into(), ..submit(games.clone(), 0) };
+    assert_eq!(worker.submit_pair(stranger).await.unwrap_err().code(), Code::Unauthenticated);
+    let answer = worker.submit_pair(submit(games.clone(), assignment.pair)).await.unwrap().into_inner();
+    assert!(answer.counted);
+    assert_eq!(answer.job.as_ref().map(|j| j.wins + j.draws + j.losses), Some(2));
+    let again = worker.submit_pair(submit(games, assignment.pair)).await.unwrap().into_inner();
+    assert!(!again.counted, "a retry counts nothing");
+    assert_eq!(again.job.map(|j| j.wins + j.draws + j.losses), Some(2));
+    let many = TakePairRequest { worker_id: id, can_play: vec!["x".repeat(65)] };
+    assert_eq!(worker.take_pair(many).await.unwrap_err().code(), Code::InvalidArgument);
+    server.stop().await;
+}

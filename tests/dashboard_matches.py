@@ -1,0 +1,61 @@
+"""The Matches view of a coordinator's dashboard in headless Chromium (selenium and chromedriver).
+
+Usage: dashboard_matches.py URL CHROMIUM CHROMEDRIVER MATCH STATE [--screenshots DIR] [--timeout SECONDS]
+
+Opens URL#matches and waits until the row of match MATCH shows state STATE with its games, W/D/L,
+pair counts, Elo and LLR filled in. With --screenshots, also saves matches.png into DIR. Prints
+"ok" when all checks pass.
+"""
+
+import argparse
+import os
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+from dashboard_browser import CHROMIUM_ARGS, wait_for
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    for name in ["url", "chromium", "chromedriver", "match", "state"]:
+        parser.add_argument(name)
+    parser.add_argument("--screenshots")
+    parser.add_argument("--timeout", type=float, default=60)
+    args = parser.parse_args()
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = args.chromium
+    for arg in CHROMIUM_ARGS:
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(args.chromedriver), options=options)
+    try:
+        driver.get(args.url.split("#")[0] + "#matches")
+
+        def the_row():
+            row = driver.find_element(By.CSS_SELECTOR, f'#matches tr[data-match="{args.match}"]')
+            return row if row.get_attribute("data-state") == args.state else None
+
+        row = wait_for(f"match {args.match} in state {args.state}", the_row, args.timeout)
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[2].startswith(args.state), cells
+        played, _, pairs = cells[3].partition(" / ")
+        assert int(played.replace(",", "")) > 0 and int(pairs.replace(",", "")) >= int(played.replace(",", "")), cells
+        wins, draws, losses = (int(x) for x in cells[4].split(" / "))
+        assert wins + draws + losses == int(played.replace(",", "")), cells
+        pentanomial = [int(x) for x in cells[5].split()]
+        assert len(pentanomial) == 5 and 2 * sum(pentanomial) == wins + draws + losses, cells
+        assert cells[6] != "–" and cells[7].startswith("["), cells
+        assert cells[8] == "–" or "[" in cells[8], cells
+        if args.screenshots:
+            os.makedirs(args.screenshots, exist_ok=True)
+            driver.save_screenshot(os.path.join(args.screenshots, "matches.png"))
+        print("ok")
+    finally:
+        driver.quit()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
