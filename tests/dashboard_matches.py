@@ -3,8 +3,9 @@
 Usage: dashboard_matches.py URL CHROMIUM CHROMEDRIVER MATCH STATE [--screenshots DIR] [--timeout SECONDS]
 
 Opens URL#matches and waits until the row of match MATCH shows state STATE with its games, W/D/L,
-pair counts, Elo and LLR filled in. With --screenshots, also saves matches.png into DIR. Prints
-"ok" when all checks pass.
+pair counts, Elo and LLR filled in; then the training view, whose table of models against anchors
+must list at least one model. With --screenshots, also saves matches.png into DIR. Prints "ok"
+when all checks pass.
 """
 
 import argparse
@@ -52,6 +53,17 @@ def main():
         if args.screenshots:
             os.makedirs(args.screenshots, exist_ok=True)
             driver.save_screenshot(os.path.join(args.screenshots, "matches.png"))
+
+        driver.get(args.url.split("#")[0] + "#training")
+
+        def anchored():
+            rows = driver.find_elements(By.CSS_SELECTOR, "#anchored tbody tr")
+            cells = [[td.text for td in r.find_elements(By.TAG_NAME, "td")] for r in rows]
+            return [c for c in cells if len(c) == 6 and c[0].startswith("v")]
+
+        rows = wait_for("a model against an anchor on the training view", anchored, args.timeout)
+        model, anchor, _, wdl, _, interval = rows[0]
+        assert model.startswith("v") and "@" in anchor and wdl.count("/") == 2 and interval.startswith("["), rows
         print("ok")
     finally:
         driver.quit()

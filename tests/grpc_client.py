@@ -136,14 +136,21 @@ def main():
 def matches(pb, stub, auth, worker):
     """A match of one pair from the start position, capped at two plies: submitted, taken, handed in."""
     spec = pb.MatchSpec(a=pb.MatchPlayer(builtin="material", playouts=8),
-                        b=pb.MatchPlayer(builtin="uniform", playouts=8), pairs=1, random_plies=0,
-                        ruleset="chinese2011", max_plies=2)
+                        b=pb.MatchPlayer(builtin="uniform", playouts=8), pairs=1, random_plies=0, max_plies=2)
     try:
         stub.SubmitMatch(pb.SubmitMatchRequest(spec=pb.MatchSpec(a=spec.a, pairs=1)), metadata=auth, timeout=10)
         raise AssertionError("a match without its second player was accepted")
     except grpc.RpcError as err:
         assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "player b" in err.details(), err
+    try:
+        stub.SubmitMatch(pb.SubmitMatchRequest(spec=pb.MatchSpec(a=spec.a, b=spec.b, pairs=1, ruleset="house")),
+                         metadata=auth, timeout=10)
+        raise AssertionError("an unknown ruleset was accepted")
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT and "house" in err.details(), err
+    # Absent fields take the defaults of `xqz eval submit`: chinese2011 here (no rung plays).
     job = stub.SubmitMatch(pb.SubmitMatchRequest(spec=spec), metadata=auth, timeout=10)
+    assert job.spec.ruleset == "chinese2011", job.spec
     assert (job.a_name, job.b_name, job.state) == ("material@8", "uniform@8", pb.MATCH_STATE_RUNNING), job
     taken = stub.TakePair(pb.TakePairRequest(worker_id=worker), metadata=auth, timeout=10)
     assert taken.HasField("pair") and (taken.pair.match_id, taken.pair.pair) == (job.id, 0), taken

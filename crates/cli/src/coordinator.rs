@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args};
-use xqz_coordinator::CoordinatorConfig;
+use xqz_coordinator::{CoordinatorConfig, Evaluation};
 use xqz_dataset::DatasetLocation;
 use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_run_folder::Ready;
@@ -85,15 +85,16 @@ pub struct CoordinatorArgs {
           value_parser = clap::value_parser!(u16).range(1..=4095))]
     max_request_mib_in_flight: u16,
     /// Queue a match of each published model against the newest announced one before it, of
-    /// this many pairs, for workers with --eval-share to play (0: none).
-    #[arg(long, default_value_t = 0)]
+    /// this many pairs, for workers with --eval-share to play (0: none). These four flags override
+    /// the settings file's [evaluation] section.
+    #[arg(long, default_value_t = Evaluation::default().previous_pairs)]
     eval_previous_pairs: u32,
     /// Queue a match of each published model against this anchor too: `rung:NAME` (played by
     /// workers with Fairy-Stockfish), `material@N` or `uniform@N`.
     #[arg(long)]
     eval_anchor: Option<xqz_arena::job::Contestant>,
     /// Playouts of the models in these matches.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = Evaluation::default().playouts)]
     eval_playouts: u32,
     /// Gate each model after the first: announced to self-play workers only once its match
     /// against the newest announced model accepts H1 of this SPRT (`ELO0,ELO1[,ALPHA,BETA]`),
@@ -104,6 +105,32 @@ pub struct CoordinatorArgs {
     play: PlaySettings,
     #[command(flatten)]
     schedule: PlaySchedule,
+}
+
+/// The settings file's [evaluation] section with the flags given on the command line over it.
+fn evaluation(args: &CoordinatorArgs, given: &ArgMatches) -> Result<Evaluation> {
+    let mut evaluation = match &args.settings {
+        Some(path) => SettingsFile::load(path)?.evaluation,
+        None => Evaluation::default(),
+    };
+    let on_command_line = |id: &str| given.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    if on_command_line("eval_previous_pairs") {
+        evaluation.previous_pairs = args.eval_previous_pairs;
+    }
+    if on_command_line("eval_anchor") {
+        evaluation.anchor = args.eval_anchor.clone();
+    }
+    if on_command_line("eval_playouts") {
+        evaluation.playouts = args.eval_playouts;
+    }
+    if on_command_line("gate") {
+        evaluation.gate = args.gate;
+    }
+    anyhow::ensure!(evaluation.playouts > 0, "the evaluation's playouts must be positive");
+    if let Some(anchor) = &evaluation.anchor {
+        anyhow::ensure!(anchor.model().is_none(), "the anchor {anchor} must be a rung or a built-in player");
+    }
+    Ok(evaluation)
 }
 
 /// Resolves on Ctrl-C or, on Unix, SIGTERM.
@@ -161,15 +188,7 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     config.settings = SettingsFile::role(args.settings.as_deref(), |f| f.play, &args.play, given)?;
     config.schedule = SettingsFile::role(args.settings.as_deref(), |f| f.schedule, &args.schedule, given)?;
     config.openings = args.openings.as_deref().map(crate::book::load_suite).transpose()?.map(Arc::new);
-    config.evaluation = xqz_coordinator::Evaluation {
-        previous_pairs: args.eval_previous_pairs,
-        anchor: args.eval_anchor.clone(),
-        playouts: args.eval_playouts,
-        gate: args.gate,
-        max_plies: 0,
-        material_adjudication: None,
-    };
-    anyhow::ensure!(args.eval_playouts > 0, "--eval-playouts must be positive");
+    config.evaluation = evaluation(args, given)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     runtime.block_on(async {
         let running = xqz_coordinator::serve(config, stop_signal()).await.with_context(|| {

@@ -87,7 +87,7 @@ fn run_settings(args: &RunArgs, given: &ArgMatches, path: &Path) -> Result<(Sett
     let (train, train_changes) = override_with(&base.train, &args.train, given)?;
     changes.extend(schedule_changes);
     changes.extend(train_changes);
-    let settings = SettingsFile { play, schedule, train };
+    let settings = SettingsFile { play, schedule, train, evaluation: base.evaluation };
     settings.play.validate()?;
     settings.train.validate()?;
     // A new run's flags change nothing stored.

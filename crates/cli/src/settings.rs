@@ -24,6 +24,8 @@ pub struct SettingsFile {
     pub schedule: PlaySchedule,
     /// How the trainer trains.
     pub train: TrainSettings,
+    /// The matches the coordinator queues for each published model, and its gate.
+    pub evaluation: xqz_coordinator::Evaluation,
 }
 
 impl SettingsFile {
@@ -41,7 +43,8 @@ impl SettingsFile {
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = format!(
             "# The settings of this run: [play] is what the coordinator dictates to workers at first,\n\
-             # [schedule] how that changes with each published model, [train] the trainer's. `xqz run`\n\
+             # [schedule] how that changes with each published model, [train] the trainer's, [evaluation]\n\
+             # the coordinator's matches of each new model (for workers with --eval-share). `xqz run`\n\
              # resumes with them; a flag that contradicts them needs --override.\n{}",
             toml::to_string(self).context("settings as TOML")?
         );
@@ -169,6 +172,12 @@ mod tests {
             play: PlaySettings { root_policy_temperature: 1.3, ..Default::default() },
             schedule: PlaySchedule { cap_growth: 7, cap_limit: 0 },
             train: TrainSettings { material_target: 0.25, ..Default::default() },
+            evaluation: xqz_coordinator::Evaluation {
+                previous_pairs: 40,
+                anchor: Some("rung:R1".parse().unwrap()),
+                gate: Some("0,10".parse().unwrap()),
+                ..Default::default()
+            },
         };
         file.save(&path).unwrap();
         assert_eq!(SettingsFile::load(&path).unwrap(), file);

@@ -1,7 +1,8 @@
 //! Evaluation as a cluster job: a coordinator and three match-only workers as processes on
 //! 127.0.0.1 play an SPRT match between two checkpoints that differ clearly (the shipped model
-//! and a random network); one worker is SIGKILLed while it plays a pair, which the others then
-//! play, and every pair is counted exactly once. A match of deterministic players gives the same
+//! and a random network) to its decision, each of them some of its pairs; in a second match one
+//! worker is SIGKILLed as it takes a pair, which the others then play, and every pair is counted
+//! exactly once. A match of deterministic players gives the same
 //! games distributed as through `xqz eval match`. The Matches view shows the decided match in
 //! headless Chromium where the browser test's variables are set.
 
@@ -97,6 +98,21 @@ fn job(url: &str, id: u64) -> serde_json::Value {
     jobs.lines().map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()).find(|j| j["id"] == id).unwrap()
 }
 
+/// The pairs of job `id` in the match table of `data`, each with both games and counted once, the
+/// players as named, and as many as the job's counts say.
+fn pairs_of(data: &Path, id: u64, job: &serde_json::Value, players: (&str, &str)) -> BTreeMap<u32, usize> {
+    let rows = xqz_arena::records::read_games(data).unwrap();
+    let mut games: BTreeMap<u32, usize> = BTreeMap::new();
+    for row in rows.iter().filter(|r| r.match_id == format!("job-{id}")) {
+        assert_eq!((row.a.as_str(), row.b.as_str()), players);
+        *games.entry(row.pair).or_default() += 1;
+    }
+    assert!(games.values().all(|&n| n == 2), "each pair counted once, both games: {games:?}");
+    let total = ["wins", "draws", "losses"].iter().map(|k| job[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(total as usize, 2 * games.len(), "{job}");
+    games
+}
+
 fn submit(url: &str, args: &[&str]) -> u64 {
     let mut all = vec!["eval", "submit", "--coordinator", url, "--token", "t0k", "--json"];
     all.extend_from_slice(args);
@@ -119,46 +135,43 @@ fn three_workers_play_an_sprt_match_and_a_killed_worker_loses_no_pair() {
     let logs: Vec<Arc<Mutex<Pairs>>> = (0..3).map(|_| Arc::default()).collect();
     let mut workers: Vec<Option<Proc>> =
         dirs.iter().zip(&logs).map(|(d, l)| Some(worker(&url, d.path(), l.clone()))).collect();
-    let id = submit(
-        &url,
-        &["--a", "v1@8", "--b", "v2@8", "--pairs", "300", "--sprt", "0,150,0.001,0.001", "--max-plies", "100"],
-    );
-    assert_eq!(job(&url, id)["state"], "running");
-
-    // Once each worker has handed in a pair, the third is killed while it plays its next one.
-    let counted = |i: usize| logs[i].lock().unwrap().counted.len();
-    wait_for("a pair from each worker", Duration::from_secs(400), || (0..3).all(|i| counted(i) >= 1));
-    wait_for("the third worker to take another pair", Duration::from_secs(120), || {
-        let log = logs[2].lock().unwrap();
-        log.taken.len() > log.counted.len()
-    });
-    let lost = *logs[2].lock().unwrap().taken.last().unwrap();
-    let mut killed = workers[2].take().unwrap();
-    killed.0.kill().unwrap();
-    killed.0.wait().unwrap();
-
-    // Handed out again once the killed worker counts as gone (6 s), and counted.
-    let in_table = || {
-        let rows = xqz_arena::records::read_games(data.path()).unwrap();
-        rows.iter().any(|r| r.match_id == format!("job-{id}") && u64::from(r.pair) == lost.1)
+    let status = || -> serde_json::Value {
+        serde_json::from_str(run(&["status", "--coordinator", &url, "--token", "t0k", "--json"]).trim()).unwrap()
     };
-    wait_for("the killed worker's pair in the match table", Duration::from_secs(300), in_table);
-    let by_others = logs[..2].iter().any(|l| l.lock().unwrap().counted.contains(&lost));
-    println!("the killed worker's pair {lost:?} was handed in by another worker: {by_others}");
+    wait_for("three workers", Duration::from_secs(120), || status()["workers_alive"] == 3);
+
+    // An SPRT match that all three play from its start; a model ahead by two pawns at the cap wins.
+    let decisive = ["--max-plies", "100", "--material-adjudication", "2"];
+    let sprt = ["--a", "v1@8", "--b", "v2@8", "--pairs", "300", "--sprt", "0,50,0.001,0.001"];
+    let id = submit(&url, &[&sprt[..], &decisive[..]].concat());
     wait_for("the SPRT to decide", Duration::from_secs(600), || job(&url, id)["state"] != "running");
     let decided = job(&url, id);
     assert_eq!(decided["state"], "H1", "{decided}");
-    let rows = xqz_arena::records::read_games(data.path()).unwrap();
-    let mut games: BTreeMap<u32, usize> = BTreeMap::new();
-    for row in rows.iter().filter(|r| r.match_id == format!("job-{id}")) {
-        assert_eq!((row.a.as_str(), row.b.as_str()), ("v1@8", "v2@8"));
-        *games.entry(row.pair).or_default() += 1;
+    let games = pairs_of(data.path(), id, &decided, ("v1@8", "v2@8"));
+    for (i, log) in logs.iter().enumerate() {
+        let played = log.lock().unwrap().counted.iter().filter(|(m, _)| *m == id).count();
+        assert!(played > 0, "worker {i} played none of the {} pairs", games.len());
     }
-    assert!(games.values().all(|&n| n == 2), "each pair counted once, both games: {games:?}");
-    let total = ["wins", "draws", "losses"].iter().map(|k| decided[k].as_u64().unwrap()).sum::<u64>();
-    assert_eq!(total as usize, 2 * games.len(), "{decided}");
-    assert!(games.contains_key(&(lost.1 as u32)), "the killed worker's pair {lost:?} is in the table");
     println!("decided after {} pairs: {decided}", games.len());
+
+    // A match of 9 pairs: the third worker is killed as it takes one, which the others then play
+    // once it counts as gone (6 s); every pair is counted once.
+    let fixed = ["--a", "v1@8", "--b", "v2@8", "--pairs", "9"];
+    let id = submit(&url, &[&fixed[..], &decisive[..]].concat());
+    wait_for("the third worker to take a pair", Duration::from_secs(300), || {
+        logs[2].lock().unwrap().taken.iter().any(|(m, _)| *m == id)
+    });
+    let lost = *logs[2].lock().unwrap().taken.iter().find(|(m, _)| *m == id).unwrap();
+    let mut killed = workers[2].take().unwrap();
+    killed.0.kill().unwrap();
+    killed.0.wait().unwrap();
+    wait_for("the match to end", Duration::from_secs(600), || job(&url, id)["state"] != "running");
+    let ended = job(&url, id);
+    assert_eq!(ended["state"], "finished", "{ended}");
+    let games = pairs_of(data.path(), id, &ended, ("v1@8", "v2@8"));
+    assert_eq!(games.len(), 9, "every pair: {games:?}");
+    let by_others = logs[..2].iter().any(|l| l.lock().unwrap().counted.contains(&lost));
+    println!("the killed worker's pair {lost:?} was handed in by another worker: {by_others}");
 
     // The same match of deterministic players distributed and through `xqz eval match`.
     let args = ["--a", "material@8", "--b", "uniform@8", "--pairs", "3", "--max-plies", "60", "--seed", "5"];
@@ -186,13 +199,17 @@ fn three_workers_play_an_sprt_match_and_a_killed_worker_loses_no_pair() {
     there.sort_by(|x, y| x.partial_cmp(y).unwrap());
     assert_eq!(here, there);
 
-    let status: serde_json::Value =
-        serde_json::from_str(run(&["status", "--coordinator", &url, "--token", "t0k", "--json"]).trim()).unwrap();
-    assert_eq!(status["matches"].as_array().unwrap().len(), 2, "{status}");
+    // A model against an anchor (the anchor first: the training view turns it round).
+    let anchored = ["--a", "material@4", "--b", "v1@4", "--pairs", "1", "--max-plies", "20"];
+    let anchored = submit(&url, &[&anchored[..], &["--material-adjudication", "1", "--wait"]].concat());
+    assert_eq!(job(&url, anchored)["state"], "finished");
+
+    let status = status();
+    assert_eq!(status["matches"].as_array().unwrap().len(), 4, "{status}");
     let results = run(&["eval", "results", "--run", data.path().to_str().unwrap()]);
     assert!(results.contains("v1@8") && results.contains("material@8"), "{results}");
 
-    browse(&format!("{dashboard}?token=t0k"), id);
+    browse(&format!("{dashboard}?token=t0k"), 1);
     drop(workers);
 }
 

@@ -266,12 +266,13 @@ pub struct MatchView {
     pub losses: u32,
     /// Pairs by the first player's points, 0 to 2 in halves.
     pub pentanomial: Vec<u64>,
-    /// The first player's Elo and its 95% interval.
-    pub elo: f64,
+    /// The first player's Elo and its 95% interval; `None` where unbounded (a perfect or zero
+    /// score).
+    pub elo: Option<f64>,
     /// Lower end.
-    pub elo_lower: f64,
+    pub elo_lower: Option<f64>,
     /// Upper end.
-    pub elo_upper: f64,
+    pub elo_upper: Option<f64>,
     /// The SPRT's bounds (`ELO0`, `ELO1`) and LLR with its bounds; `None` without a test.
     pub sprt: Option<SprtView>,
     /// The model this match gates, if any.
@@ -506,9 +507,9 @@ fn match_view(job: &xqz_proto::v1::MatchJob) -> MatchView {
         draws: job.draws,
         losses: job.losses,
         pentanomial: job.pentanomial.clone(),
-        elo: job.elo,
-        elo_lower: job.elo_lower,
-        elo_upper: job.elo_upper,
+        elo: Some(job.elo).filter(|x| x.is_finite()),
+        elo_lower: Some(job.elo_lower).filter(|x| x.is_finite()),
+        elo_upper: Some(job.elo_upper).filter(|x| x.is_finite()),
         sprt: spec.sprt.map(|s| SprtView {
             elo0: s.elo0,
             elo1: s.elo1,

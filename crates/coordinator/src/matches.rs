@@ -68,23 +68,69 @@ struct JobsFile {
     jobs: Vec<StoredJob>,
 }
 
-/// The matches a coordinator queues by itself for each published model.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// The matches a coordinator queues by itself for each published model: the `[evaluation]`
+/// section of a settings file, as in
+///
+/// ```toml
+/// [evaluation]
+/// previous_pairs = 100
+/// anchor = "rung:R1"
+/// playouts = 200
+/// gate = { elo0 = 0.0, elo1 = 10.0, alpha = 0.05, beta = 0.05, model = "logistic" }
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Evaluation {
     /// Each new model against the newest announced one before it, this many pairs (0: none).
     pub previous_pairs: u32,
     /// Each new model against this anchor (a rung or a built-in player), `previous_pairs` pairs
-    /// (or 100 if that is 0).
+    /// (or 100 if that is 0); by its name (`rung:R1`, `material@64`).
+    #[serde(with = "by_name", skip_serializing_if = "Option::is_none")]
     pub anchor: Option<Contestant>,
     /// Playouts of the models in these matches.
     pub playouts: u32,
     /// Game length cap of these matches (0: [`MatchSpec::new`]'s).
     pub max_plies: u32,
     /// Material adjudication at the cap ([`MatchSpec::material_adjudication`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub material_adjudication: Option<u32>,
     /// With a gate, a new model is announced to self-play only once its match against the newest
     /// announced model accepts H1 of this test; if it accepts H0 or runs out of pairs, never.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<Sprt>,
+}
+
+impl Default for Evaluation {
+    /// No matches, no gate; 200 playouts where matches are asked for.
+    fn default() -> Evaluation {
+        Evaluation {
+            previous_pairs: 0,
+            anchor: None,
+            playouts: 200,
+            max_plies: 0,
+            material_adjudication: None,
+            gate: None,
+        }
+    }
+}
+
+/// A player as its name in a settings file.
+mod by_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use xqz_arena::job::Contestant;
+
+    pub fn serialize<S: Serializer>(player: &Option<Contestant>, s: S) -> Result<S::Ok, S::Error> {
+        match player {
+            Some(Contestant::Rung { name }) => s.serialize_str(&format!("rung:{name}")),
+            Some(player) => s.serialize_str(&player.name()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Contestant>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        text.map(|t| t.parse().map_err(serde::de::Error::custom)).transpose()
+    }
 }
 
 impl Evaluation {
@@ -216,9 +262,10 @@ impl Job {
             draws: self.games.draws,
             losses: self.games.losses,
             pentanomial: self.pairs.counts.iter().map(|&c| u64::from(c)).collect(),
-            elo: elo.map_or(0.0, |e| finite(e.elo)),
-            elo_lower: elo.map_or(0.0, |e| finite(e.lower)),
-            elo_upper: elo.map_or(0.0, |e| finite(e.upper)),
+            // An interval that a perfect or zero score leaves open is infinite on that side.
+            elo: elo.map_or(0.0, |e| e.elo),
+            elo_lower: elo.map_or(0.0, |e| e.lower),
+            elo_upper: elo.map_or(0.0, |e| e.upper),
             llr: finite(llr),
             llr_lower: lower,
             llr_upper: upper,

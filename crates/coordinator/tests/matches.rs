@@ -219,3 +219,72 @@ async fn a_pair_counts_once_and_only_as_the_rules_end_it_from_its_opening() {
     assert_eq!(worker.take_pair(many).await.unwrap_err().code(), Code::InvalidArgument);
     server.stop().await;
 }
+
+/// Plays material counting, for self-play and for every match player.
+struct MaterialHost;
+
+impl xqz_worker::remote::ModelHost for MaterialHost {
+    type Evaluator = MaterialEvaluator;
+
+    fn evaluator(&self) -> MaterialEvaluator {
+        MaterialEvaluator
+    }
+
+    fn install(&self, _: &Path) -> Result<(), xqz_worker::remote::InstallError> {
+        Ok(())
+    }
+
+    type Player = MaterialEvaluator;
+
+    fn load_player(&self, _: &Path) -> Result<MaterialEvaluator, xqz_worker::remote::InstallError> {
+        Ok(MaterialEvaluator)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_with_an_eval_share_plays_match_pairs_beside_self_play() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), Evaluation::default(), None).await;
+    let mut client = server.client("worker").await;
+    let spec = xqz_arena::job::MatchSpec {
+        max_plies: 20,
+        ..xqz_arena::job::MatchSpec::new("material@4".parse().unwrap(), "uniform@4".parse().unwrap(), 3)
+    };
+    let request = SubmitMatchRequest { spec: Some(xqz_proto::matches::spec_to_wire(&spec)) };
+    let job = client.submit_match(request).await.unwrap().into_inner();
+    let config = xqz_worker::remote::RemoteConfig {
+        coordinator: format!("http://{}", server.running.addr()),
+        token: Some("worker".into()),
+        tls: None,
+        dir: dir.path().join("worker"),
+        name: "mixed".into(),
+        threads: 1,
+        games_per_thread: 1,
+        max_games: None,
+        batch_games: 1,
+        batch_interval: std::time::Duration::from_millis(200),
+        heartbeat_interval: std::time::Duration::from_secs(1),
+        drain: std::time::Duration::from_secs(1),
+        metrics: xqz_worker::WorkerMetrics::default(),
+        eval_share: 0.5,
+    };
+    let session = xqz_worker::remote::Session::connect(config).await.unwrap();
+    let mut watcher = server.client("worker").await;
+    let finished = async move {
+        loop {
+            let jobs = watcher.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
+            if jobs[0].state != MatchState::Running as i32 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    };
+    let run = session.run(std::sync::Arc::new(MaterialHost), 0, finished);
+    tokio::time::timeout(std::time::Duration::from_secs(120), run).await.expect("the match ends").unwrap();
+    let jobs = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
+    assert_eq!((jobs[0].id, jobs[0].state), (job.id, MatchState::Finished as i32));
+    assert_eq!(jobs[0].wins + jobs[0].draws + jobs[0].losses, 6);
+    let games = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner().games;
+    assert!(games > 0, "self-play went on beside the match");
+    server.stop().await;
+}

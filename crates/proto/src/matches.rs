@@ -111,19 +111,22 @@ pub fn spec_to_wire(spec: &MatchSpec) -> v1::MatchSpec {
 /// # Errors
 /// A missing player, an unknown ruleset, or a value out of range.
 pub fn spec_from_wire(wire: &v1::MatchSpec) -> Result<MatchSpec, MatchWireError> {
-    let ruleset: Ruleset =
-        wire.ruleset.parse().map_err(|_| MatchWireError::Unknown { field: "ruleset", value: quote(&wire.ruleset) })?;
+    let a = player_from_wire(wire.a.as_ref().ok_or(MatchWireError::Missing("player a"))?)?;
+    let b = player_from_wire(wire.b.as_ref().ok_or(MatchWireError::Missing("player b"))?)?;
+    // Absent fields take the defaults of a match between these players.
+    let defaults = MatchSpec::new(a, b, wire.pairs);
+    let ruleset: Ruleset = match wire.ruleset.as_str() {
+        "" => defaults.ruleset,
+        name => name.parse().map_err(|_| MatchWireError::Unknown { field: "ruleset", value: quote(name) })?,
+    };
     let or_default = |p: f64| if p == 0.0 { 0.05 } else { p };
     let spec = MatchSpec {
-        a: player_from_wire(wire.a.as_ref().ok_or(MatchWireError::Missing("player a"))?)?,
-        b: player_from_wire(wire.b.as_ref().ok_or(MatchWireError::Missing("player b"))?)?,
-        pairs: wire.pairs,
         openings: match wire.random_plies {
             None => OpeningChoice::Balanced,
             Some(plies) => OpeningChoice::Random { plies, seed: wire.seed },
         },
         ruleset,
-        max_plies: wire.max_plies,
+        max_plies: if wire.max_plies == 0 { defaults.max_plies } else { wire.max_plies },
         material_adjudication: (wire.material_adjudication > 0).then_some(wire.material_adjudication),
         sprt: wire.sprt.map(|s| Sprt {
             elo0: s.elo0,
@@ -132,6 +135,7 @@ pub fn spec_from_wire(wire: &v1::MatchSpec) -> Result<MatchSpec, MatchWireError>
             beta: or_default(s.beta),
             model: if s.normalized { EloModel::Normalized } else { EloModel::Logistic },
         }),
+        ..defaults
     };
     spec.validate()?;
     Ok(spec)
