@@ -89,7 +89,11 @@ impl CoordinatorService {
         let live: HashSet<String> = state.live_workers().into_iter().map(|(id, _)| id).collect();
         let state = self.state.clone();
         let Taken { assignment, failed_gates } = tokio::task::spawn_blocking(move || {
-            lock(&state.matches).take(&request.worker_id, &request.can_play, &|w| live.contains(w))
+            let mut board = lock(&state.matches);
+            if let Some(PairRef { match_id, pair }) = request.give_back {
+                board.give_back(&request.worker_id, match_id, pair);
+            }
+            board.take(&request.worker_id, &request.can_play, &|w| live.contains(w))
         })
         .await
         .map_err(|e| internal("match task", e))?

@@ -439,6 +439,18 @@ impl Board {
         Ok(Taken { assignment: found, failed_gates })
     }
 
+    /// Ends `worker`'s lease of pair `pair` of job `id`, which it could not play, so that the pair
+    /// goes out again (to whoever asks next, which may be `worker`). Another worker's lease stays.
+    pub fn give_back(&mut self, worker: &str, id: u64, pair: u32) {
+        let index = usize::try_from(id).ok().and_then(|i| i.checked_sub(1));
+        if let Some(job) = index.and_then(|i| self.jobs.get_mut(i))
+            && job.leases.get(&pair).is_some_and(|lease| lease.worker == worker)
+        {
+            job.leases.remove(&pair);
+            job.fresh = job.fresh.min(pair);
+        }
+    }
+
     /// The spec of job `id`.
     pub fn spec(&self, id: u64) -> Option<&MatchSpec> {
         self.job(id).map(|j| &j.stored.spec)
@@ -633,6 +645,26 @@ mod tests {
             assert!(assignment.is_none_or(|a| (a.match_id, a.pair) == (2, 0)));
         }
         assert_eq!(gates, [(8, false)]);
+
+        // A pair given back by the worker that could not play it goes out again at once, and
+        // counts towards the times it may go out.
+        let other = tempfile::tempdir().unwrap();
+        let mut board = Board::open(other.path()).unwrap();
+        board.submit(spec(2), None, 3).unwrap();
+        let take =
+            |board: &mut Board, worker: &str| board.take(worker, &[], &|_| true).unwrap().assignment.map(|a| a.pair);
+        assert_eq!(take(&mut board, "w1"), Some(0));
+        board.give_back("w2", 1, 0);
+        assert_eq!(take(&mut board, "w2"), Some(1), "another worker's lease stays");
+        board.give_back("w1", 1, 0);
+        assert_eq!(take(&mut board, "w2"), Some(0));
+        for _ in 0..MAX_HANDED - 2 {
+            board.give_back("w2", 1, 0);
+            assert_eq!(take(&mut board, "w2"), Some(0));
+        }
+        board.give_back("w2", 1, 0);
+        assert_eq!(take(&mut board, "w2"), None, "handed out {MAX_HANDED} times: the job fails");
+        assert_eq!(board.get(1).unwrap().state, v1::MatchState::Failed as i32);
         let failed = Board::open(dir.path()).unwrap().get(2).unwrap();
         assert_eq!(failed.state, v1::MatchState::Failed as i32);
         assert!(failed.failure.contains("handed out 5 times"), "{}", failed.failure);

@@ -85,7 +85,7 @@ where
 {
     let mut pairs = 0;
     loop {
-        let request = TakePairRequest { worker_id: worker.into(), can_play: vec![] };
+        let request = TakePairRequest { worker_id: worker.into(), ..Default::default() };
         let Some(assignment) = client.take_pair(request).await.unwrap().into_inner().pair else { return pairs };
         let spec = spec_from_wire(assignment.spec.as_ref().unwrap()).unwrap();
         let playouts = |c: &Contestant| if let Contestant::Model { playouts, .. } = c { *playouts } else { 8 };
@@ -178,7 +178,7 @@ async fn a_pair_counts_once_and_only_as_the_rules_end_it_from_its_opening() {
     assert_eq!(trainer.submit_match(bad).await.unwrap_err().code(), Code::FailedPrecondition, "no model v9");
 
     let assignment = worker
-        .take_pair(TakePairRequest { worker_id: id.clone(), can_play: vec![] })
+        .take_pair(TakePairRequest { worker_id: id.clone(), ..Default::default() })
         .await
         .unwrap()
         .into_inner()
@@ -215,7 +215,7 @@ async fn a_pair_counts_once_and_only_as_the_rules_end_it_from_its_opening() {
     let again = worker.submit_pair(submit(games, assignment.pair)).await.unwrap().into_inner();
     assert!(!again.counted, "a retry counts nothing");
     assert_eq!(again.job.map(|j| j.wins + j.draws + j.losses), Some(2));
-    let many = TakePairRequest { worker_id: id, can_play: vec!["x".repeat(65)] };
+    let many = TakePairRequest { worker_id: id, can_play: vec!["x".repeat(65)], ..Default::default() };
     assert_eq!(worker.take_pair(many).await.unwrap_err().code(), Code::InvalidArgument);
     server.stop().await;
 }
@@ -286,5 +286,71 @@ async fn a_worker_with_an_eval_share_plays_match_pairs_beside_self_play() {
     assert_eq!(jobs[0].wins + jobs[0].draws + jobs[0].losses, 6);
     let games = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner().games;
     assert!(games > 0, "self-play went on beside the match");
+    server.stop().await;
+}
+
+/// A host whose match players never load.
+struct BrokenHost;
+
+impl xqz_worker::remote::ModelHost for BrokenHost {
+    type Evaluator = MaterialEvaluator;
+
+    fn evaluator(&self) -> MaterialEvaluator {
+        MaterialEvaluator
+    }
+
+    fn install(&self, _: &Path) -> Result<(), xqz_worker::remote::InstallError> {
+        Ok(())
+    }
+
+    type Player = MaterialEvaluator;
+
+    fn load_player(&self, path: &Path) -> Result<MaterialEvaluator, xqz_worker::remote::InstallError> {
+        Err(xqz_worker::remote::InstallError { path: path.into(), source: "not a network".into() })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pair_no_worker_can_play_is_given_back_until_its_match_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), Evaluation::default(), None).await;
+    let mut client = server.client("worker").await;
+    assert_eq!(publish(&mut client, 1).await, 1);
+    let spec = xqz_arena::job::MatchSpec::new("v1@4".parse().unwrap(), "material@4".parse().unwrap(), 3);
+    let request = SubmitMatchRequest { spec: Some(xqz_proto::matches::spec_to_wire(&spec)) };
+    client.submit_match(request).await.unwrap();
+    let config = xqz_worker::remote::RemoteConfig {
+        coordinator: format!("http://{}", server.running.addr()),
+        token: Some("worker".into()),
+        tls: None,
+        dir: dir.path().join("worker"),
+        name: "broken".into(),
+        threads: 1,
+        games_per_thread: 1,
+        max_games: None,
+        batch_games: 1,
+        batch_interval: std::time::Duration::from_secs(1),
+        heartbeat_interval: std::time::Duration::from_secs(1),
+        drain: std::time::Duration::from_secs(1),
+        metrics: xqz_worker::WorkerMetrics::default(),
+        eval_share: 1.0,
+    };
+    let session = xqz_worker::remote::Session::connect(config).await.unwrap();
+    let mut watcher = server.client("worker").await;
+    let failed = async move {
+        loop {
+            let jobs = watcher.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
+            if jobs[0].state != MatchState::Running as i32 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    };
+    let run = session.run(std::sync::Arc::new(BrokenHost), 0, failed);
+    tokio::time::timeout(std::time::Duration::from_secs(60), run).await.expect("the match fails").unwrap();
+    let job = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs.remove(0);
+    assert_eq!(job.state, MatchState::Failed as i32, "{job:?}");
+    assert!(job.failure.contains("pair 0 was handed out 5 times"), "{}", job.failure);
+    assert_eq!(job.wins + job.draws + job.losses, 0);
     server.stop().await;
 }

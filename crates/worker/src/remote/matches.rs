@@ -5,7 +5,8 @@
 //! With a share below 1 the worker self-plays beside one such loop, which rests after each pair
 //! for as long as makes its time with pairs that share of the wall time; with a share of 1 it plays
 //! matches only, one loop per thread. A pair that forfeits (an engine that failed) is not handed
-//! in: nobody could check a forfeit, and the coordinator hands the pair out again.
+//! in, nobody could check a forfeit: it is given back with the next `TakePair`, and the
+//! coordinator hands it out again (a pair that goes out 5 times fails its match).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use xqz_arena::ladder::{self, Rung};
 use xqz_arena::player::{EnginePlayer, Player, SearchPlayer};
 use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
 use xqz_proto::matches::{pair_to_wire, spec_from_wire};
-use xqz_proto::v1::{PairAssignment, SubmitPairRequest, TakePairRequest};
+use xqz_proto::v1::{PairAssignment, PairRef, SubmitPairRequest, TakePairRequest};
 
 use super::client::{Client, Failure, call, classify, wait};
 use super::{ModelHost, RemoteConfig, models};
@@ -42,8 +43,10 @@ pub(super) async fn play_matches<H: ModelHost>(
 ) {
     let can_play = capabilities();
     let mut backoff = Backoff::default();
+    // A pair this worker could not play, given back with the next request.
+    let mut give_back = None;
     loop {
-        let request = TakePairRequest { worker_id: worker_id.clone(), can_play: can_play.clone() };
+        let request = TakePairRequest { worker_id: worker_id.clone(), can_play: can_play.clone(), give_back };
         let assignment = match call(client.take_pair(request)).await {
             Ok(answer) => answer.pair,
             Err(status) if classify(status.code()) == Failure::Fatal => {
@@ -57,6 +60,7 @@ pub(super) async fn play_matches<H: ModelHost>(
             }
         };
         backoff.reset();
+        give_back = None;
         let Some(assignment) = assignment else {
             tokio::time::sleep(IDLE_POLL).await;
             continue;
@@ -66,8 +70,11 @@ pub(super) async fn play_matches<H: ModelHost>(
         info!(match_id = id, pair, "playing match pair");
         match play(&client, &config, &worker_id, &host, assignment).await {
             Ok(Some(request)) => hand_in(&mut client, request).await,
-            Ok(None) => {}
-            Err(e) => warn!(match_id = id, pair, error = %e, "cannot play the match pair; it goes to another worker"),
+            Ok(None) => give_back = Some(PairRef { match_id: id, pair }),
+            Err(e) => {
+                warn!(match_id = id, pair, error = %e, "cannot play the match pair; giving it back");
+                give_back = Some(PairRef { match_id: id, pair });
+            }
         }
         if share < 1.0 {
             tokio::time::sleep(started.elapsed().mul_f64((1.0 - share) / share.max(0.01))).await;
@@ -108,7 +115,7 @@ async fn play<H: ModelHost>(
             games: pair_to_wire(&games),
         })),
         Err(forfeit) => {
-            warn!(match_id = assignment.match_id, pair, reason = %forfeit.reason, "a player forfeited; the pair is not handed in");
+            warn!(match_id = assignment.match_id, pair, reason = %forfeit.reason, "a player forfeited; giving the pair back");
             Ok(None)
         }
     }
