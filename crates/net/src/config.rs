@@ -38,6 +38,11 @@ pub struct ModelConfig {
     pub value_channels: u32,
     /// Hidden units of the value head.
     pub value_hidden: u32,
+    /// A moves-left head (lc0's): the plies until the game ends, predicted from the value head's
+    /// hidden units and trained beside it ([`TrainConfig::moves_left_weight`]). Off in the
+    /// built-in configurations; absent from a file written before it: off.
+    #[serde(default)]
+    pub moves_left: bool,
 }
 
 /// A model configuration that cannot be read or makes no network.
@@ -132,10 +137,25 @@ pub struct TrainConfig {
     /// in for the one that searched. 0: every row weighs the same.
     #[serde(default)]
     pub policy_surprise: f32,
+    /// Weight of the moves-left loss (Huber, on plies / 100) beside the policy and value losses,
+    /// for a network with a moves-left head ([`ModelConfig::moves_left`]); ignored without one.
+    #[serde(default = "default_moves_left_weight")]
+    pub moves_left_weight: f32,
+}
+
+fn default_moves_left_weight() -> f32 {
+    TrainConfig::default().moves_left_weight
 }
 
 impl Default for TrainConfig {
     fn default() -> TrainConfig {
-        TrainConfig { learning_rate: 0.02, momentum: 0.9, weight_decay: 1e-4, average_samples: 0, policy_surprise: 0.0 }
+        TrainConfig {
+            learning_rate: 0.02,
+            momentum: 0.9,
+            weight_decay: 1e-4,
+            average_samples: 0,
+            policy_surprise: 0.0,
+            moves_left_weight: 0.5,
+        }
     }
 }

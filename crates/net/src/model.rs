@@ -124,6 +124,8 @@ pub struct Network {
     pub(crate) value_conv: ConvBn,
     pub(crate) value_hidden: nn::Linear,
     pub(crate) value_out: nn::Linear,
+    /// The moves-left head, if the config has one: from the value head's hidden units.
+    pub(crate) moves_left: Option<nn::Linear>,
 }
 
 impl Network {
@@ -191,6 +193,9 @@ impl Network {
             value_conv: ConvBn::new(&root / "value", c, vc, 1),
             value_hidden: nn::linear(&root / "value" / "hidden", 2 * vc, hidden, Default::default()),
             value_out: nn::linear(&root / "value" / "out", hidden, 3, Default::default()),
+            moves_left: config
+                .moves_left
+                .then(|| nn::linear(&root / "moves_left" / "out", hidden, 1, Default::default())),
             config: config.clone(),
             vs,
         }
@@ -218,6 +223,13 @@ impl Network {
 
     /// Policy logits `[n, POLICY_SIZE]` and value logits `[n, 3]` for inputs `[n, PLANES, 10, 9]`.
     pub fn forward_t(&self, input: &Tensor, train: bool) -> (Tensor, Tensor) {
+        let (policy, value, _) = self.forward_heads(input, train);
+        (policy, value)
+    }
+
+    /// [`forward_t`](Self::forward_t) and, with a moves-left head, the plies left `[n]` in
+    /// hundreds (non-negative).
+    pub fn forward_heads(&self, input: &Tensor, train: bool) -> (Tensor, Tensor, Option<Tensor>) {
         let mut x = self.stem.forward_t(input, train).relu();
         for block in &self.tower {
             x = block.forward_t(&x, train);
@@ -229,8 +241,9 @@ impl Network {
         let value = self.value_conv.forward_t(&x, train).relu();
         let pooled =
             Tensor::cat(&[value.mean_dim(&[2i64, 3][..], false, Kind::Float), value.amax(&[2i64, 3][..], false)], 1);
-        let value = pooled.apply(&self.value_hidden).relu().apply(&self.value_out);
-        (policy, value)
+        let hidden = pooled.apply(&self.value_hidden).relu();
+        let moves_left = self.moves_left.as_ref().map(|head| hidden.apply(head).softplus().squeeze_dim(1));
+        (policy, hidden.apply(&self.value_out), moves_left)
     }
 
     /// Evaluates encoded positions (`n * INPUT_SIZE` floats) in inference mode.

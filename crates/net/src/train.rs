@@ -24,7 +24,7 @@
 //! for &mv in &xiangqi::Position::startpos().legal_moves() {
 //!     legal[policy::index(mv).unwrap()] = 1.0;
 //! }
-//! let batch = TrainBatch { inputs: &inputs, policy: &target, legal: &legal, wdl: &[0.5, 0.5, 0.0] };
+//! let batch = TrainBatch { inputs: &inputs, policy: &target, legal: &legal, wdl: &[0.5, 0.5, 0.0], plies_left: &[] };
 //! let first = trainer.step(&batch)?;
 //! for _ in 0..20 {
 //!     trainer.step(&batch)?;
@@ -59,6 +59,9 @@ pub struct TrainBatch<'a> {
     pub legal: &'a [f32],
     /// Value targets (win, draw, loss for the side to move), `n * 3`, each row summing to 1.
     pub wdl: &'a [f32],
+    /// Plies from each row's position to its game's end, `n` (the moves-left head's target), or
+    /// empty: no moves-left target.
+    pub plies_left: &'a [f32],
 }
 
 /// Mean losses of one step.
@@ -240,7 +243,7 @@ impl Trainer {
     /// are read), but is counted.
     pub fn step_on(&mut self, batch: &DeviceBatch) -> Result<StepLosses, TrainError> {
         let statistics_before: Vec<Tensor> = self.statistics.iter().map(Tensor::copy).collect();
-        let (policy_logits, value_logits) = self.net.forward_t(&batch.inputs, true);
+        let (policy_logits, value_logits, moves_left) = self.net.forward_heads(&batch.inputs, true);
         // Finite, so that an illegal move's zero target times its log-probability stays zero.
         let policy_logits = policy_logits.f_masked_fill(&batch.illegal, -1e9)?;
         let row_cross_entropy = |logits: &Tensor, target: &Tensor| -> Result<Tensor, tch::TchError> {
@@ -265,6 +268,13 @@ impl Trainer {
             p.weight.zero_grad();
         }
         let total = &weighted_policy_loss + &value_loss;
+        let total = match (&moves_left, &batch.plies_left) {
+            (Some(predicted), Some(target)) => {
+                let loss = predicted.f_smooth_l1_loss(&(target / 100.0), tch::Reduction::Mean, 1.0)?;
+                total + loss * f64::from(self.config.moves_left_weight)
+            }
+            _ => total,
+        };
         total.f_backward()?;
 
         let TrainConfig { learning_rate, momentum, weight_decay, average_samples, .. } = self.config;
@@ -342,6 +352,8 @@ pub struct DeviceBatch {
     /// True where a move is illegal.
     illegal: Tensor,
     wdl: Tensor,
+    /// Plies to each row's game's end, if the batch has them.
+    plies_left: Option<Tensor>,
     rows: usize,
 }
 
@@ -367,6 +379,12 @@ impl DeviceBatch {
                 n * 3
             )));
         }
+        if !batch.plies_left.is_empty() && batch.plies_left.len() != n {
+            return Err(TrainError::BadBatch(format!(
+                "{n} rows of inputs, but {} plies-left targets",
+                batch.plies_left.len()
+            )));
+        }
         let rows = n as i64;
         let upload = |data: &[f32], shape: &[i64]| -> Result<Tensor, tch::TchError> {
             let host = Tensor::f_from_slice(data)?.f_view(shape)?;
@@ -381,6 +399,7 @@ impl DeviceBatch {
             policy: upload(batch.policy, &[rows, POLICY_SIZE as i64])?,
             illegal: upload(batch.legal, &[rows, POLICY_SIZE as i64])?.f_eq(0.0)?,
             wdl: upload(batch.wdl, &[rows, 3])?,
+            plies_left: (!batch.plies_left.is_empty()).then(|| upload(batch.plies_left, &[rows])).transpose()?,
             rows: n,
         })
     }

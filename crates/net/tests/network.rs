@@ -47,7 +47,7 @@ impl Data {
     }
 
     fn batch(&self) -> TrainBatch<'_> {
-        TrainBatch { inputs: &self.inputs, policy: &self.policy, legal: &self.legal, wdl: &self.wdl }
+        TrainBatch { inputs: &self.inputs, policy: &self.policy, legal: &self.legal, wdl: &self.wdl, plies_left: &[] }
     }
 }
 
@@ -84,6 +84,7 @@ fn policy_surprise_weighting_trains_the_surprising_rows_harder() {
         policy: &policy[POLICY_SIZE..],
         legal: &data.legal[POLICY_SIZE..],
         wdl: &data.wdl[3..],
+        plies_left: &[],
     };
     let after_one_step = |policy_surprise: f32| {
         tch::manual_seed(7);
@@ -132,7 +133,7 @@ fn rows_without_a_policy_target_do_not_dilute_the_policy_loss() {
     let loss = |policy: &[f32]| {
         tch::manual_seed(3);
         let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
-        trainer.step(&TrainBatch { inputs: &inputs, policy, legal: &legal, wdl: &wdl }).unwrap().policy
+        trainer.step(&TrainBatch { inputs: &inputs, policy, legal: &legal, wdl: &wdl, plies_left: &[] }).unwrap().policy
     };
     let (expected, diluted) = (loss(&all), loss(&first));
     assert!(expected > 1.0, "a fresh network's policy loss {expected}");
@@ -438,4 +439,47 @@ fn devices_parse() {
         assert!(xqz_net::parse_device("cuda:0").unwrap_err().to_string().contains("CUDA is not available"));
         assert_eq!(xqz_net::parse_device("auto"), Ok(Device::Cpu));
     }
+}
+
+#[test]
+fn a_moves_left_head_learns_the_plies_to_the_end_and_survives_a_checkpoint() {
+    tch::manual_seed(5);
+    let config = ModelConfig { moves_left: true, ..tiny() };
+    let data = Data::new(32, 4);
+    let plies: Vec<f32> = (0..32).map(|r| (r * 7 % 90) as f32).collect();
+    let batch = TrainBatch { plies_left: &plies, ..data.batch() };
+    let net = Network::new(&config, Device::Cpu);
+    let predicted = |net: &Network| {
+        let shape = [32, encoding::PLANES as i64, encoding::HEIGHT as i64, encoding::WIDTH as i64];
+        let input = tch::Tensor::from_slice(&data.inputs).view(shape);
+        let (_, _, left) = tch::no_grad(|| net.forward_heads(&input, false));
+        Vec::<f32>::try_from(left.expect("the head") * 100.0).unwrap()
+    };
+    let error = |left: &[f32]| left.iter().zip(&plies).map(|(p, t)| (p - t).abs()).sum::<f32>() / 32.0;
+    let before = error(&predicted(&net));
+    let mut trainer =
+        Trainer::new(net, TrainConfig { learning_rate: 0.05, moves_left_weight: 5.0, ..TrainConfig::default() });
+    for _ in 0..60 {
+        trainer.step(&batch).unwrap();
+    }
+    let after = error(&predicted(trainer.network()));
+    assert!(after < before / 2.0, "mean error in plies {before} -> {after}");
+    // The head is in the checkpoint, and a network without one ignores the target.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ml.json");
+    trainer.save(&path, 0).unwrap();
+    let (loaded, meta) = xqz_net::checkpoint::load(&path, Device::Cpu, None).unwrap();
+    assert!(meta.model.moves_left);
+    assert_eq!(predicted(&loaded), predicted(trainer.network()));
+    let mut plain = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
+    plain.step(&batch).unwrap();
+    let short = TrainBatch { plies_left: &plies[..3], ..data.batch() };
+    assert!(plain.step(&short).is_err(), "plies-left targets must match the rows");
+    // A config written before the head existed has none.
+    let old = ModelConfig::from_toml(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mid.toml")).unwrap(),
+        "mid",
+    )
+    .unwrap();
+    assert!(!old.moves_left);
 }

@@ -108,6 +108,8 @@ pub struct TrainingData {
     /// with the search's root estimate by [`Targets::result_share`] and with the material
     /// estimate by [`Targets::material_share`].
     pub wdl: Vec<f32>,
+    /// Plies from each row's position to its game's end, `rows`: the target of a moves-left head.
+    pub plies_left: Vec<f32>,
 }
 
 impl TrainingData {
@@ -128,6 +130,7 @@ impl TrainingData {
             policy: vec![0.0; rows * POLICY_SIZE],
             legal: vec![0.0; rows * POLICY_SIZE],
             wdl,
+            plies_left: batch.plies_to_end[..rows].to_vec(),
         };
         let m = targets.material_share;
         // The recorded moves' indices of one row, kept for its smoothing; one buffer for all rows.
@@ -192,6 +195,12 @@ impl TrainingData {
 
     /// The arrays as the trainer takes them.
     pub fn batch(&self) -> TrainBatch<'_> {
-        TrainBatch { inputs: &self.inputs, policy: &self.policy, legal: &self.legal, wdl: &self.wdl }
+        TrainBatch {
+            inputs: &self.inputs,
+            policy: &self.policy,
+            legal: &self.legal,
+            wdl: &self.wdl,
+            plies_left: &self.plies_left,
+        }
     }
 }

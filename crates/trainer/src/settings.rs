@@ -69,6 +69,10 @@ pub struct TrainSettings {
     /// surprised the network (KataGo's policy surprise weighting; 0: all weigh the same).
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().policy_surprise))]
     pub policy_surprise: f32,
+    /// Weight of the moves-left loss for a network with a moves-left head (a model config with
+    /// `moves_left = true`, e.g. `--model models/mid-moves-left.toml`); ignored without one.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().moves_left_weight))]
+    pub moves_left_weight: f32,
     /// Samples in the dataset before the first step.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().min_samples))]
     pub min_samples: usize,
@@ -111,6 +115,7 @@ impl Default for TrainSettings {
             result_horizon: 0.0,
             average_samples: 0,
             policy_surprise: 0.0,
+            moves_left_weight: xqz_net::TrainConfig::default().moves_left_weight,
             min_samples: 4096,
             checkpoint_every_samples: 25_600,
             publish_every_samples: 25_600,
@@ -158,6 +163,8 @@ impl TrainSettings {
         }
         let share = |v: f32| (0.0..=1.0).contains(&v);
         check(share(self.policy_surprise), "policy_surprise", self.policy_surprise, "0 to 1")?;
+        let weight = self.moves_left_weight;
+        check((0.0..=100.0).contains(&weight), "moves_left_weight", weight, "0 to 100")?;
         check(self.batch_size >= 1, "batch_size", self.batch_size, "1 or more")?;
         let schedule = self.learning_rates()?;
         check((0.0..1.0).contains(&self.momentum), "momentum", self.momentum, "0 to 1 (below 1)")?;
@@ -246,6 +253,7 @@ impl TrainSettings {
                 weight_decay: self.weight_decay,
                 average_samples: self.average_samples,
                 policy_surprise: self.policy_surprise,
+                moves_left_weight: self.moves_left_weight,
             },
             lr_schedule,
             batch_size: self.batch_size,
@@ -287,6 +295,7 @@ mod tests {
             ("value_q_ratio", TrainSettings { value_q_ratio: -0.1, ..Default::default() }),
             ("material_target", TrainSettings { material_target: 1.5, ..Default::default() }),
             ("policy_surprise", TrainSettings { policy_surprise: f32::NAN, ..Default::default() }),
+            ("moves_left_weight", TrainSettings { moves_left_weight: -1.0, ..Default::default() }),
             ("result_horizon", TrainSettings { result_horizon: f32::NAN, ..Default::default() }),
             ("publish_every_samples", TrainSettings { publish_every_samples: 0, ..Default::default() }),
             ("metrics_every_samples", TrainSettings { metrics_every_samples: 0, ..Default::default() }),
