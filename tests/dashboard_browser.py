@@ -39,6 +39,15 @@ def wait_for(what, check, timeout):
     raise AssertionError(f"timed out after {timeout} s waiting for {what} (last: {last!r})")
 
 
+def start(chromium, chromedriver):
+    """Headless Chromium driven through chromedriver."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in CHROMIUM_ARGS:
+        options.add_argument(arg)
+    return webdriver.Chrome(service=Service(chromedriver), options=options)
+
+
 def text(driver, element_id):
     return driver.find_element(By.ID, element_id).text.strip()
 
@@ -57,11 +66,7 @@ def main():
     parser.add_argument("--timeout", type=float, default=90)
     args = parser.parse_args()
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = args.chromium
-    for arg in CHROMIUM_ARGS:
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(args.chromedriver), options=options)
+    driver = start(args.chromium, args.chromedriver)
     try:
         check(driver, args)
     finally:

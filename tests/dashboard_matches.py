@@ -12,11 +12,9 @@ import argparse
 import os
 import sys
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
-from dashboard_browser import CHROMIUM_ARGS, wait_for
+from dashboard_browser import start, wait_for
 
 
 def main():
@@ -27,11 +25,7 @@ def main():
     parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args()
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = args.chromium
-    for arg in CHROMIUM_ARGS:
-        options.add_argument(arg)
-    driver = webdriver.Chrome(service=Service(args.chromedriver), options=options)
+    driver = start(args.chromium, args.chromedriver)
     try:
         driver.get(args.url.split("#")[0] + "#matches")
 

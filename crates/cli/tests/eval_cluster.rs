@@ -11,28 +11,19 @@ mod common;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use xqz_test_support::process::ChildGuard;
 use xqz_trainer::{GrpcPublisher, Publisher};
 
 fn xqz() -> Command {
     Command::new(env!("CARGO_BIN_EXE_xqz"))
 }
 
-/// A child process killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// The coordinator, with its gRPC URL and its dashboard's.
-fn coordinator(data: &Path) -> (Proc, String, String) {
+fn coordinator(data: &Path) -> (ChildGuard, String, String) {
     let mut child = xqz()
         .args(["coordinator", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--token", "t0k"])
         .args(["--alive-seconds", "6", "--data"])
@@ -45,7 +36,7 @@ fn coordinator(data: &Path) -> (Proc, String, String) {
     let http = lines.next().unwrap().unwrap();
     let dashboard = http.split("dashboard on ").nth(1).expect("the dashboard's address").to_string();
     std::thread::spawn(move || lines.for_each(drop));
-    (Proc(child), format!("http://{grpc}"), dashboard)
+    (ChildGuard(child), format!("http://{grpc}"), dashboard)
 }
 
 /// What a worker logged of its pairs: (match, pair) taken, and handed in and counted.
@@ -55,7 +46,7 @@ struct Pairs {
     counted: Vec<(u64, u64)>,
 }
 
-fn worker(url: &str, dir: &Path, pairs: Arc<Mutex<Pairs>>) -> Proc {
+fn worker(url: &str, dir: &Path, pairs: Arc<Mutex<Pairs>>) -> ChildGuard {
     let mut child = xqz()
         .args(["worker", "--coordinator", url, "--token", "t0k", "--eval-share", "1", "--init-model", "tiny"])
         .args(["--log-format", "json", "--device", "cpu", "--threads", "1", "--dir"])
@@ -75,7 +66,7 @@ fn worker(url: &str, dir: &Path, pairs: Arc<Mutex<Pairs>>) -> Proc {
             }
         }
     });
-    Proc(child)
+    ChildGuard(child)
 }
 
 fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
@@ -133,7 +124,7 @@ fn three_workers_play_an_sprt_match_and_a_killed_worker_loses_no_pair() {
 
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let logs: Vec<Arc<Mutex<Pairs>>> = (0..3).map(|_| Arc::default()).collect();
-    let mut workers: Vec<Option<Proc>> =
+    let mut workers: Vec<Option<ChildGuard>> =
         dirs.iter().zip(&logs).map(|(d, l)| Some(worker(&url, d.path(), l.clone()))).collect();
     let status = || -> serde_json::Value {
         serde_json::from_str(run(&["status", "--coordinator", &url, "--token", "t0k", "--json"]).trim()).unwrap()

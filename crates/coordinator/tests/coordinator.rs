@@ -1,5 +1,7 @@
 //! The coordinator in-process on 127.0.0.1:0, driven through the generated tonic client.
 
+mod common;
+
 use std::future::Future;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -20,7 +22,7 @@ use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::*;
 use xqz_proto::wire::GameStamp;
 use xqz_worker::WorkerMetrics;
-use xqz_worker::remote::{ModelHost, RemoteConfig, Session};
+use xqz_worker::remote::{RemoteConfig, Session};
 
 type AddToken = Box<dyn FnMut(Request<()>) -> Result<Request<()>, Status> + Send>;
 type Client = CoordinatorClient<InterceptedService<Channel, AddToken>>;
@@ -363,27 +365,6 @@ async fn a_worker_searches_as_the_coordinator_says() {
     server.stop().await;
 }
 
-/// Plays with a material count; no model is ever installed.
-struct MaterialHost;
-
-impl ModelHost for MaterialHost {
-    type Evaluator = MaterialEvaluator;
-
-    fn evaluator(&self) -> MaterialEvaluator {
-        MaterialEvaluator
-    }
-
-    fn install(&self, _: &Path) -> Result<(), xqz_worker::remote::InstallError> {
-        Ok(())
-    }
-
-    type Player = MaterialEvaluator;
-
-    fn load_player(&self, _: &Path) -> Result<MaterialEvaluator, xqz_worker::remote::InstallError> {
-        Ok(MaterialEvaluator)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_counts_its_games_moves_evaluations_and_uploads_in_its_metrics() {
     let dir = tempfile::tempdir().unwrap();
@@ -391,7 +372,7 @@ async fn a_worker_counts_its_games_moves_evaluations_and_uploads_in_its_metrics(
     let mut registry = xqz_metrics::Registry::default();
     let metrics = WorkerMetrics::register(&mut registry);
     let session = Session::connect(worker_config(&server, dir.path(), 3, metrics)).await.unwrap();
-    let uploaded = session.run(Arc::new(MaterialHost), 0, std::future::pending()).await.unwrap();
+    let uploaded = session.run(Arc::new(common::MaterialHost), 0, std::future::pending()).await.unwrap();
     assert_eq!(uploaded, 3);
     let text = xqz_metrics::render(&registry);
     let value = |name: &str| -> f64 {

@@ -2,6 +2,8 @@
 //! match against the current one, and a pair is counted only as the rules end it from its opening,
 //! once.
 
+mod common;
+
 use std::path::Path;
 
 use sha2::{Digest, Sha256};
@@ -100,6 +102,37 @@ where
         };
         assert!(client.submit_pair(request).await.unwrap().into_inner().counted);
         pairs += 1;
+    }
+}
+
+/// A worker of `server` with its folder in `dir`, one thread, one game at a time.
+fn worker_config(server: &Server, dir: &Path, name: &str, eval_share: f64) -> xqz_worker::remote::RemoteConfig {
+    xqz_worker::remote::RemoteConfig {
+        coordinator: format!("http://{}", server.running.addr()),
+        token: Some("worker".into()),
+        tls: None,
+        dir: dir.join("worker"),
+        name: name.into(),
+        threads: 1,
+        games_per_thread: 1,
+        max_games: None,
+        batch_games: 1,
+        batch_interval: std::time::Duration::from_millis(200),
+        heartbeat_interval: std::time::Duration::from_secs(1),
+        drain: std::time::Duration::from_secs(1),
+        metrics: xqz_worker::WorkerMetrics::default(),
+        eval_share,
+    }
+}
+
+/// Resolves once the newest match no longer runs (a worker's shutdown signal).
+async fn newest_match_ends(mut client: Client) {
+    loop {
+        let jobs = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
+        if jobs[0].state != MatchState::Running as i32 {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
 
@@ -220,27 +253,6 @@ async fn a_pair_counts_once_and_only_as_the_rules_end_it_from_its_opening() {
     server.stop().await;
 }
 
-/// Plays material counting, for self-play and for every match player.
-struct MaterialHost;
-
-impl xqz_worker::remote::ModelHost for MaterialHost {
-    type Evaluator = MaterialEvaluator;
-
-    fn evaluator(&self) -> MaterialEvaluator {
-        MaterialEvaluator
-    }
-
-    fn install(&self, _: &Path) -> Result<(), xqz_worker::remote::InstallError> {
-        Ok(())
-    }
-
-    type Player = MaterialEvaluator;
-
-    fn load_player(&self, _: &Path) -> Result<MaterialEvaluator, xqz_worker::remote::InstallError> {
-        Ok(MaterialEvaluator)
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_with_an_eval_share_plays_match_pairs_beside_self_play() {
     let dir = tempfile::tempdir().unwrap();
@@ -252,34 +264,10 @@ async fn a_worker_with_an_eval_share_plays_match_pairs_beside_self_play() {
     };
     let request = SubmitMatchRequest { spec: Some(xqz_proto::matches::spec_to_wire(&spec)) };
     let job = client.submit_match(request).await.unwrap().into_inner();
-    let config = xqz_worker::remote::RemoteConfig {
-        coordinator: format!("http://{}", server.running.addr()),
-        token: Some("worker".into()),
-        tls: None,
-        dir: dir.path().join("worker"),
-        name: "mixed".into(),
-        threads: 1,
-        games_per_thread: 1,
-        max_games: None,
-        batch_games: 1,
-        batch_interval: std::time::Duration::from_millis(200),
-        heartbeat_interval: std::time::Duration::from_secs(1),
-        drain: std::time::Duration::from_secs(1),
-        metrics: xqz_worker::WorkerMetrics::default(),
-        eval_share: 0.5,
-    };
+    let config = worker_config(&server, dir.path(), "mixed", 0.5);
     let session = xqz_worker::remote::Session::connect(config).await.unwrap();
-    let mut watcher = server.client("worker").await;
-    let finished = async move {
-        loop {
-            let jobs = watcher.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
-            if jobs[0].state != MatchState::Running as i32 {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-        }
-    };
-    let run = session.run(std::sync::Arc::new(MaterialHost), 0, finished);
+    let finished = newest_match_ends(server.client("worker").await);
+    let run = session.run(std::sync::Arc::new(common::MaterialHost), 0, finished);
     tokio::time::timeout(std::time::Duration::from_secs(120), run).await.expect("the match ends").unwrap();
     let jobs = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
     assert_eq!((jobs[0].id, jobs[0].state), (job.id, MatchState::Finished as i32));
@@ -319,33 +307,9 @@ async fn a_pair_no_worker_can_play_is_given_back_until_its_match_fails() {
     let spec = xqz_arena::job::MatchSpec::new("v1@4".parse().unwrap(), "material@4".parse().unwrap(), 3);
     let request = SubmitMatchRequest { spec: Some(xqz_proto::matches::spec_to_wire(&spec)) };
     client.submit_match(request).await.unwrap();
-    let config = xqz_worker::remote::RemoteConfig {
-        coordinator: format!("http://{}", server.running.addr()),
-        token: Some("worker".into()),
-        tls: None,
-        dir: dir.path().join("worker"),
-        name: "broken".into(),
-        threads: 1,
-        games_per_thread: 1,
-        max_games: None,
-        batch_games: 1,
-        batch_interval: std::time::Duration::from_secs(1),
-        heartbeat_interval: std::time::Duration::from_secs(1),
-        drain: std::time::Duration::from_secs(1),
-        metrics: xqz_worker::WorkerMetrics::default(),
-        eval_share: 1.0,
-    };
+    let config = worker_config(&server, dir.path(), "broken", 1.0);
     let session = xqz_worker::remote::Session::connect(config).await.unwrap();
-    let mut watcher = server.client("worker").await;
-    let failed = async move {
-        loop {
-            let jobs = watcher.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
-            if jobs[0].state != MatchState::Running as i32 {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-        }
-    };
+    let failed = newest_match_ends(server.client("worker").await);
     let run = session.run(std::sync::Arc::new(BrokenHost), 0, failed);
     tokio::time::timeout(std::time::Duration::from_secs(60), run).await.expect("the match fails").unwrap();
     let job = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs.remove(0);
