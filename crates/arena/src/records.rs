@@ -326,7 +326,8 @@ impl MatchLog {
             std::process::id(),
             OPENED.fetch_add(1, Ordering::Relaxed)
         );
-        MatchLog::open_as(out, &match_id, a, b, (a_steps, b_steps))
+        // A new id has no earlier rows: the table is read only when a game is appended.
+        MatchLog::with_earlier(out, &match_id, a, b, (a_steps, b_steps), |_| Ok(Vec::new()))
     }
 
     /// Opens `out/eval/` for the match `match_id` between `a` and `b`, which may have games in
@@ -342,11 +343,25 @@ impl MatchLog {
         b: &str,
         steps: (Option<u64>, Option<u64>),
     ) -> Result<MatchLog> {
+        MatchLog::with_earlier(out, match_id, a, b, steps, |table| {
+            Ok(read_batches(table)?.into_iter().filter(|b| batch_of(b, match_id)).collect())
+        })
+    }
+
+    /// The log, with the match's rows already in the table as `earlier` reads them from it.
+    fn with_earlier(
+        out: &Path,
+        match_id: &str,
+        a: &str,
+        b: &str,
+        steps: (Option<u64>, Option<u64>),
+        earlier: impl FnOnce(&Path) -> Result<Vec<RecordBatch>>,
+    ) -> Result<MatchLog> {
         let dir = out.join(RECORDS_DIR);
         fs::create_dir_all(&dir).map_err(io_error(&dir))?;
         let pgn_path = dir.join(PGN_FILE);
         let pgn = fs::OpenOptions::new().create(true).append(true).open(&pgn_path).map_err(io_error(&pgn_path))?;
-        let earlier = read_batches(&dir.join(TABLE_FILE))?.into_iter().filter(|b| batch_of(b, match_id)).collect();
+        let earlier = earlier(&dir.join(TABLE_FILE))?;
         Ok(MatchLog {
             dir,
             match_id: match_id.to_string(),

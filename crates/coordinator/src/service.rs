@@ -411,15 +411,12 @@ impl CoordinatorService {
         .map_err(|e| Status::internal(format!("publish task: {e}")))?;
         match published {
             Ok((model, Ok((settings_version, settings_changed)))) => {
-                info!(
-                    version = model.version,
-                    settings_version,
-                    settings_changed,
-                    publisher = %clip(&model.published_by),
-                    bytes = model.weights_bytes,
-                    held = state_held(&self.state, model.version),
-                    "model published"
-                );
+                let (version, publisher, bytes) = (model.version, clip(&model.published_by), model.weights_bytes);
+                if state_held(&self.state, version) {
+                    info!(version, publisher = %publisher, bytes, "model published, held until it wins its gating match");
+                } else {
+                    info!(version, settings_version, settings_changed, publisher = %publisher, bytes, "model published and announced");
+                }
                 Ok(PublishModelResponse { version: model.version })
             }
             // The model stands; the settings stay as they were until the next model tries again.
