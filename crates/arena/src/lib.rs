@@ -112,6 +112,15 @@ impl MatchResult {
         }
     }
 
+    /// Counts one game by the first player's score in it: 1 a win, 0 a loss, else a draw.
+    pub fn record_score(&mut self, score: f64) {
+        match score {
+            s if s >= 1.0 => self.wins += 1,
+            s if s <= 0.0 => self.losses += 1,
+            _ => self.draws += 1,
+        }
+    }
+
     /// Counts one finished game, `first` being the first player's colour in it.
     pub(crate) fn record(&mut self, outcome: Outcome, first: Color) {
         match outcome.winner() {

@@ -273,11 +273,7 @@ pub fn pairings(rows: &[GameRow]) -> Vec<Pairing> {
         };
         *pairing.endings.entry(ending).or_default() += 1;
         let score = if pairing.a == row.a { row.a_score } else { 1.0 - row.a_score };
-        match score {
-            s if s >= 1.0 => pairing.games.wins += 1,
-            s if s <= 0.0 => pairing.games.losses += 1,
-            _ => pairing.games.draws += 1,
-        }
+        pairing.games.record_score(score);
         matches[at].entry(row.match_id.as_str()).or_default().entry(row.pair).or_default().push(score);
     }
     for (pairing, matches) in pairings.iter_mut().zip(&matches) {

@@ -126,10 +126,7 @@ fn evaluation(args: &CoordinatorArgs, given: &ArgMatches) -> Result<Evaluation> 
     if on_command_line("gate") {
         evaluation.gate = args.gate;
     }
-    anyhow::ensure!(evaluation.playouts > 0, "the evaluation's playouts must be positive");
-    if let Some(anchor) = &evaluation.anchor {
-        anyhow::ensure!(anchor.model().is_none(), "the anchor {anchor} must be a rung or a built-in player");
-    }
+    // Checked by `serve`, before it binds, as the play settings are.
     Ok(evaluation)
 }
 

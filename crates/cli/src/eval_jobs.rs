@@ -11,6 +11,7 @@ use tonic::transport::Channel;
 use xiangqi::game::Ruleset;
 use xqz_arena::job::{Contestant, MatchSpec, OpeningChoice};
 use xqz_arena::stats::Sprt;
+use xqz_proto::matches::state_name;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{ListMatchesRequest, MatchJob, MatchState, SubmitMatchRequest};
 
@@ -141,18 +142,6 @@ pub fn job_json(job: &MatchJob) -> serde_json::Value {
         "gates_model": job.gates_model,
         "created_ms": job.created_ms,
     })
-}
-
-/// The state's name in JSON and lines: `running`, `H1`, `H0`, `finished`, `failed`.
-pub fn state_name(state: i32) -> &'static str {
-    match MatchState::try_from(state) {
-        Ok(MatchState::Running) => "running",
-        Ok(MatchState::H1) => "H1",
-        Ok(MatchState::H0) => "H0",
-        Ok(MatchState::Finished) => "finished",
-        Ok(MatchState::Failed) => "failed",
-        _ => "unknown",
-    }
 }
 
 /// One job as a line for people.

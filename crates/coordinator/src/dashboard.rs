@@ -493,14 +493,7 @@ fn match_view(job: &xqz_proto::v1::MatchJob) -> MatchView {
         id: job.id,
         a: job.a_name.clone(),
         b: job.b_name.clone(),
-        state: match xqz_proto::v1::MatchState::try_from(job.state) {
-            Ok(xqz_proto::v1::MatchState::H1) => "H1",
-            Ok(xqz_proto::v1::MatchState::H0) => "H0",
-            Ok(xqz_proto::v1::MatchState::Finished) => "finished",
-            Ok(xqz_proto::v1::MatchState::Failed) => "failed",
-            _ => "running",
-        }
-        .into(),
+        state: xqz_proto::matches::state_name(job.state).into(),
         pairs: spec.pairs,
         pairs_in_flight: job.pairs_in_flight,
         wins: job.wins,

@@ -46,6 +46,9 @@ pub enum CoordinatorError {
     /// The play settings are out of range.
     #[error(transparent)]
     Settings(#[from] xqz_mcts::SettingsError),
+    /// The evaluation settings (the matches of each published model) are out of range.
+    #[error("evaluation settings: {0}")]
+    Evaluation(#[from] xqz_arena::job::JobError),
     /// Games are to start from an opening suite, but none was given.
     #[error("play setting opening_share = {share} needs an opening suite (--openings FILE), and none was given")]
     NoOpenings {

@@ -13,7 +13,7 @@ use xqz_proto::matches::{pair_from_wire, spec_from_wire};
 use xqz_proto::v1::*;
 
 use crate::matches::{Assignment, CountError, SubmitError, Taken};
-use crate::service::{CoordinatorService, State, lock, now_ms};
+use crate::service::{CoordinatorService, State, lock, now_ms, publisher_only};
 use crate::validate::check_worker_id;
 
 /// Most capabilities a `TakePair` may list, and the longest each may be.
@@ -46,11 +46,7 @@ pub(crate) fn release_gate(state: &State, model: u64, passed: bool) {
 
 impl CoordinatorService {
     pub(crate) async fn submit_match(&self, request: Request<SubmitMatchRequest>) -> Result<MatchJob, Status> {
-        if request.extensions().get::<crate::Role>() != Some(&crate::Role::Publisher) {
-            return Err(Status::permission_denied(
-                "this credential may not submit matches: that takes the trainer's token",
-            ));
-        }
+        publisher_only(&request, "submit matches")?;
         let wire = request.into_inner().spec.ok_or_else(|| Status::invalid_argument("the match has no spec"))?;
         let spec = spec_from_wire(&wire).map_err(|e| Status::invalid_argument(e.to_string()))?;
         for version in [spec.a.model(), spec.b.model()].into_iter().flatten() {

@@ -316,6 +316,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Running, CoordinatorError> {
     config.settings.validate()?;
+    config.evaluation.validate()?;
     if config.settings.opening_share > 0.0 && config.openings.is_none() {
         return Err(CoordinatorError::NoOpenings { share: config.settings.opening_share });
     }

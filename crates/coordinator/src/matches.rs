@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use xqz_arena::MatchResult;
-use xqz_arena::job::{Contestant, MatchSpec};
+use xqz_arena::job::{Contestant, JobError, MAX_PLAYOUTS, MatchSpec};
 use xqz_arena::records::{MatchLog, read_games};
 use xqz_arena::stats::{Pentanomial, Sprt, SprtState};
 use xqz_arena::tournament::MatchGame;
@@ -134,6 +134,23 @@ mod by_name {
 }
 
 impl Evaluation {
+    /// Checks the playouts and the anchor (a rung or a built-in player, not a model).
+    ///
+    /// # Errors
+    /// The first setting out of range, named.
+    pub fn validate(&self) -> Result<(), JobError> {
+        if self.playouts == 0 || self.playouts > MAX_PLAYOUTS {
+            return Err(JobError::Spec(format!("playouts must be 1 to {MAX_PLAYOUTS}, not {}", self.playouts)));
+        }
+        if let Some(anchor) = &self.anchor {
+            anchor.validate()?;
+            if anchor.model().is_some() {
+                return Err(JobError::Spec(format!("the anchor {anchor} must be a rung or a built-in player")));
+            }
+        }
+        Ok(())
+    }
+
     /// Pairs of a gating or anchor match.
     fn pairs(&self) -> u32 {
         if self.previous_pairs > 0 { self.previous_pairs } else { 100 }
@@ -141,7 +158,7 @@ impl Evaluation {
 
     /// The matches to queue for `model` (its gating match first), with the model each gates.
     pub(crate) fn matches_for(&self, model: u64, previous: Option<u64>) -> Vec<(MatchSpec, Option<u64>)> {
-        let playouts = self.playouts.max(1);
+        let playouts = self.playouts;
         let terms = |spec: MatchSpec| MatchSpec {
             max_plies: if self.max_plies > 0 { self.max_plies } else { spec.max_plies },
             material_adjudication: self.material_adjudication,
@@ -202,13 +219,7 @@ impl Job {
     }
 
     fn add(&mut self, pair: u32, scores: [f64; 2]) {
-        for score in scores {
-            match score {
-                s if s >= 1.0 => self.games.wins += 1,
-                s if s <= 0.0 => self.games.losses += 1,
-                _ => self.games.draws += 1,
-            }
-        }
+        scores.iter().for_each(|&score| self.games.record_score(score));
         self.pairs.add_pair(scores[0], scores[1]);
         self.counted.insert(pair, scores);
     }
@@ -278,6 +289,11 @@ impl Job {
             gates_model: self.stored.gates_model.unwrap_or(0),
         }
     }
+}
+
+/// Where job `id` (1, 2, ...) is in the board's list.
+fn index(id: u64) -> Option<usize> {
+    usize::try_from(id).ok()?.checked_sub(1)
 }
 
 /// The match id of job `id` in the match table.
@@ -442,8 +458,7 @@ impl Board {
     /// Ends `worker`'s lease of pair `pair` of job `id`, which it could not play, so that the pair
     /// goes out again (to whoever asks next, which may be `worker`). Another worker's lease stays.
     pub fn give_back(&mut self, worker: &str, id: u64, pair: u32) {
-        let index = usize::try_from(id).ok().and_then(|i| i.checked_sub(1));
-        if let Some(job) = index.and_then(|i| self.jobs.get_mut(i))
+        if let Some(job) = self.job_mut(id)
             && job.leases.get(&pair).is_some_and(|lease| lease.worker == worker)
         {
             job.leases.remove(&pair);
@@ -457,7 +472,11 @@ impl Board {
     }
 
     fn job(&self, id: u64) -> Option<&Job> {
-        usize::try_from(id).ok().and_then(|i| i.checked_sub(1)).and_then(|i| self.jobs.get(i))
+        self.jobs.get(index(id)?)
+    }
+
+    fn job_mut(&mut self, id: u64) -> Option<&mut Job> {
+        self.jobs.get_mut(index(id)?)
     }
 
     /// Whether pair `pair` of job `id` is counted already.
@@ -470,8 +489,7 @@ impl Board {
     /// where the test decided or the pairs ran out, the job's state.
     pub fn count(&mut self, id: u64, pair: u32, games: [MatchGame; 2]) -> Result<Counted, CountError> {
         let data_dir = self.data_dir.clone();
-        let index = usize::try_from(id).ok().and_then(|i| i.checked_sub(1)).filter(|&i| i < self.jobs.len());
-        let job = &mut self.jobs[index.ok_or(CountError::NoJob(id))?];
+        let job = self.job_mut(id).ok_or(CountError::NoJob(id))?;
         if job.counted.contains_key(&pair) {
             return Ok(Counted { counted: false, gate: None });
         }
@@ -566,6 +584,21 @@ mod tests {
         let mut a = SearchPlayer::new(&spec.a.name(), MaterialEvaluator, playouts(&spec.a), search);
         let mut b = SearchPlayer::new(&spec.b.name(), UniformEvaluator, playouts(&spec.b), search);
         play_pair(spec, pair, &mut a, &mut b).unwrap()
+    }
+
+    #[test]
+    fn evaluation_settings_out_of_range_are_named() {
+        assert!(Evaluation::default().validate().is_ok());
+        let anchored = Evaluation { anchor: Some("rung:R1".parse().unwrap()), ..Evaluation::default() };
+        assert!(anchored.validate().is_ok());
+        let cases = [
+            (Evaluation { playouts: 0, ..Evaluation::default() }, "playouts must be 1"),
+            (Evaluation { anchor: Some("v2@8".parse().unwrap()), ..Evaluation::default() }, "rung or a built-in"),
+        ];
+        for (evaluation, expected) in cases {
+            let error = evaluation.validate().unwrap_err().to_string();
+            assert!(error.contains(expected), "{error}");
+        }
     }
 
     #[test]

@@ -362,11 +362,7 @@ impl CoordinatorService {
 
     /// Stores a published model and announces it (`PublishModel` without its log line on failure).
     async fn publish(&self, request: Request<Streaming<PublishModelChunk>>) -> Result<PublishModelResponse, Status> {
-        if request.extensions().get::<crate::Role>() != Some(&crate::Role::Publisher) {
-            return Err(Status::permission_denied(
-                "this credential may not publish models: publishing takes the trainer's token",
-            ));
-        }
+        publisher_only(&request, "publish models")?;
         let mut stream = request.into_inner();
         let header = match stream.message().await? {
             Some(PublishModelChunk { part: Some(Part::Header(h)) }) => h,
@@ -405,14 +401,14 @@ impl CoordinatorService {
                 // The model stands and is announced; the next publication copies it again.
                 warn!(version = model.version, error = %e, "model published, but not copied to the backup yet");
             }
-            Ok::<_, PublishError>((model, changed))
+            Ok::<_, PublishError>((model, held, changed))
         })
         .await
         .map_err(|e| Status::internal(format!("publish task: {e}")))?;
         match published {
-            Ok((model, Ok((settings_version, settings_changed)))) => {
+            Ok((model, held, Ok((settings_version, settings_changed)))) => {
                 let (version, publisher, bytes) = (model.version, clip(&model.published_by), model.weights_bytes);
-                if state_held(&self.state, version) {
+                if held {
                     info!(version, publisher = %publisher, bytes, "model published, held until it wins its gating match");
                 } else {
                     info!(version, settings_version, settings_changed, publisher = %publisher, bytes, "model published and announced");
@@ -420,7 +416,7 @@ impl CoordinatorService {
                 Ok(PublishModelResponse { version: model.version })
             }
             // The model stands; the settings stay as they were until the next model tries again.
-            Ok((model, Err(e))) => Err(Status::internal(format!(
+            Ok((model, _, Err(e))) => Err(Status::internal(format!(
                 "model v{} is published, but the settings it brings could not be stored: {e}",
                 model.version
             ))),
@@ -430,9 +426,12 @@ impl CoordinatorService {
     }
 }
 
-/// Whether model `version` waits for its gating match.
-fn state_held(state: &State, version: u64) -> bool {
-    state.registry.gate(version) == Some(crate::registry::Gate::Held)
+/// Refuses a call that only the trainer's credential may make (`what`: "publish models").
+pub(crate) fn publisher_only<T>(request: &Request<T>, what: &str) -> Result<(), Status> {
+    if request.extensions().get::<crate::Role>() == Some(&crate::Role::Publisher) {
+        return Ok(());
+    }
+    Err(Status::permission_denied(format!("this credential may not {what}: that takes the trainer's token")))
 }
 
 type BoxStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;

@@ -141,6 +141,19 @@ pub fn spec_from_wire(wire: &v1::MatchSpec) -> Result<MatchSpec, MatchWireError>
     Ok(spec)
 }
 
+/// A job's state by name, as `xqz eval jobs` and the dashboard show it: `running`, `H1`, `H0`,
+/// `finished`, `failed` (`unknown` for a value this build does not know).
+pub fn state_name(state: i32) -> &'static str {
+    match v1::MatchState::try_from(state) {
+        Ok(v1::MatchState::Running) => "running",
+        Ok(v1::MatchState::H1) => "H1",
+        Ok(v1::MatchState::H0) => "H0",
+        Ok(v1::MatchState::Finished) => "finished",
+        Ok(v1::MatchState::Failed) => "failed",
+        Ok(v1::MatchState::Unspecified) | Err(_) => "unknown",
+    }
+}
+
 /// A pair's games as a worker hands them in: every move and the result its rules gave.
 pub fn pair_to_wire(games: &[MatchGame; 2]) -> Vec<v1::PlayedGame> {
     games
