@@ -111,16 +111,16 @@ impl CoordinatorService {
         check_worker_id(&state.worker_ids, &request.worker_id)?;
         state.touch(&request.worker_id);
         let (id, pair) = (request.match_id, request.pair);
-        let (spec, counted) = {
+        let (spec, wanted) = {
             let board = lock(&state.matches);
             let spec = board.spec(id).cloned().ok_or_else(|| Status::not_found(format!("no match {id}")))?;
-            (spec, board.is_counted(id, pair))
+            (spec, board.wants(id, pair))
         };
         let answer = |counted: bool| {
             let job = lock(&state.matches).get(id);
             SubmitPairResponse { counted, job }
         };
-        if counted {
+        if !wanted {
             return Ok(answer(false));
         }
         let games = pair_from_wire(&request.games).map_err(|e| Status::invalid_argument(e.to_string()))?;

@@ -237,6 +237,10 @@ impl Job {
         (self.fresh < self.stored.spec.pairs).then_some(self.fresh)
     }
 
+    fn wants(&self, pair: u32) -> bool {
+        self.stored.state == JobState::Running && !self.counted.contains_key(&pair)
+    }
+
     /// The state the counts call for, from Running.
     fn judged(&self) -> JobState {
         let spec = &self.stored.spec;
@@ -479,18 +483,19 @@ impl Board {
         self.jobs.get_mut(index(id)?)
     }
 
-    /// Whether pair `pair` of job `id` is counted already.
-    pub fn is_counted(&self, id: u64, pair: u32) -> bool {
-        self.job(id).is_some_and(|j| j.counted.contains_key(&pair))
+    /// Whether pair `pair` of job `id` would count: its job still runs and it was not counted.
+    pub fn wants(&self, id: u64, pair: u32) -> bool {
+        self.job(id).is_some_and(|j| j.wants(pair))
     }
 
     /// Counts pair `pair` of job `id` (checked games, the first player as Red first) unless it
-    /// was counted before: writes both games to the match table, then updates the counts and,
-    /// where the test decided or the pairs ran out, the job's state.
+    /// was counted before or its job has ended: writes both games to the match table, then
+    /// updates the counts and, where the test decided or the pairs ran out, the job's state.
+    /// A job's counts stop where it ended, so a pair in flight at a decision changes nothing.
     pub fn count(&mut self, id: u64, pair: u32, games: [MatchGame; 2]) -> Result<Counted, CountError> {
         let data_dir = self.data_dir.clone();
         let job = self.job_mut(id).ok_or(CountError::NoJob(id))?;
-        if job.counted.contains_key(&pair) {
+        if !job.wants(pair) {
             return Ok(Counted { counted: false, gate: None });
         }
         if job.log.is_none() {
@@ -504,14 +509,12 @@ impl Board {
         job.leases.remove(&pair);
         job.add(pair, games.each_ref().map(MatchGame::first_score));
         let mut gate = None;
-        if job.stored.state == JobState::Running {
-            let state = job.judged();
-            if state != JobState::Running {
-                gate = job.stored.gates_model.map(|model| (model, state == JobState::H1));
-                job.stored.state = state;
-                job.leases.clear();
-                self.store()?;
-            }
+        let state = job.judged();
+        if state != JobState::Running {
+            gate = job.stored.gates_model.map(|model| (model, state == JobState::H1));
+            job.stored.state = state;
+            job.leases.clear();
+            self.store()?;
         }
         Ok(Counted { counted: true, gate })
     }
@@ -665,6 +668,11 @@ mod tests {
             None,
             "a decided job hands out nothing"
         );
+        let late = board.get(1).unwrap();
+        let counted = board.count(1, 39, play(&strong, 39)).unwrap();
+        assert!(!counted.counted && counted.gate.is_none(), "a pair in flight at the decision counts nothing");
+        assert_eq!(board.get(1).unwrap(), late);
+        assert!(read_games(dir.path()).unwrap().iter().all(|r| r.pair != 39));
 
         // A rung's match goes only to workers with Fairy-Stockfish.
         let rung = MatchSpec::new("R0".parse().unwrap(), "material@4".parse().unwrap(), 1);

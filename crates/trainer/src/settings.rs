@@ -114,7 +114,7 @@ impl Default for TrainSettings {
             window: 25_000,
             result_horizon: 0.0,
             average_samples: 0,
-            policy_surprise: 0.0,
+            policy_surprise: 0.5,
             moves_left_weight: xqz_net::TrainConfig::default().moves_left_weight,
             min_samples: 4096,
             checkpoint_every_samples: 25_600,
