@@ -21,6 +21,10 @@ pub enum EvalCommand {
     /// Rate every player in a folder's match games jointly (Bradley-Terry) and plot Elo
     /// against training steps.
     Ladder(LadderArgs),
+    /// Each player of a folder's games against ladder rungs placed on the ladder from those
+    /// games (the rungs held at the table's Elo, as `rate` does), without playing; with
+    /// `--hours`, plotted against hours of training.
+    Standings(crate::standings::StandingsArgs),
     /// Every pairing of a folder's match games pooled over its matches (a match played in
     /// parts scores as one): W/D/L, pair counts, Elo with its 95% interval, LOS.
     Results {
@@ -108,6 +112,10 @@ pub fn run(command: EvalCommand) -> Result<ExitCode> {
         }
         EvalCommand::Results { run, json } => {
             crate::results::pooled(&run, json)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        EvalCommand::Standings(args) => {
+            crate::standings::run(&args)?;
             Ok(ExitCode::SUCCESS)
         }
         EvalCommand::Ladder(args) => {

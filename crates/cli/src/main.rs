@@ -32,6 +32,7 @@ mod run_status;
 #[cfg(feature = "torch")]
 mod selfplay;
 mod settings;
+mod standings;
 mod status;
 #[cfg(feature = "torch")]
 mod strength;

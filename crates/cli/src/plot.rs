@@ -110,6 +110,49 @@ pub fn ladder(points: &[(u64, f64, f64)], out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Writes an SVG of places on the ladder (Elo with its 95% interval; R0 = 0) against hours of
+/// training, over dashed lines at the ratings of the rungs in range.
+pub fn ladder_hours(points: &[(f64, f64, f64)], rungs: &[(&str, f64)], out: &Path) -> Result<()> {
+    let interval = |p: &(f64, f64, f64)| (p.1 - 1.96 * p.2, p.1 + 1.96 * p.2);
+    let lo = points.iter().map(|p| interval(p).0).fold(f64::INFINITY, f64::min) - 60.0;
+    let hi = points.iter().map(|p| interval(p).1).fold(f64::NEG_INFINITY, f64::max) + 60.0;
+    let last = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.1;
+    let root = SVGBackend::new(out, (900, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption("place on the ladder of Fairy-Stockfish rungs", ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0.0..last, lo..hi)?;
+    chart
+        .configure_mesh()
+        .x_desc("hours of training")
+        .y_desc("ladder Elo (R0 = 0)")
+        .y_label_formatter(&|elo| format!("{elo:+.0}"))
+        .light_line_style(WHITE)
+        .draw()?;
+    for &(name, elo) in rungs.iter().filter(|r| (lo..hi).contains(&r.1)) {
+        let gray = BLACK.mix(0.35);
+        chart.draw_series(DashedLineSeries::new([(0.0, elo), (last, elo)], 6, 4, gray.into()))?;
+        chart.draw_series(std::iter::once(Text::new(
+            name.to_string(),
+            (last * 0.01, elo + 4.0),
+            ("sans-serif", 14),
+        )))?;
+    }
+    let mut sorted = points.to_vec();
+    sorted.sort_by(|x, y| x.0.total_cmp(&y.0));
+    chart.draw_series(LineSeries::new(sorted.iter().map(|p| (p.0, p.1)), BLUE))?;
+    chart.draw_series(sorted.iter().map(|&(h, e, _)| Circle::new((h, e), 4, BLUE.filled())))?;
+    chart.draw_series(sorted.iter().map(|p| {
+        let (low, high) = interval(p);
+        PathElement::new(vec![(p.0, low), (p.0, high)], BLUE)
+    }))?;
+    root.present()?;
+    Ok(())
+}
+
 /// Plots a run folder's curves: `losses.svg` from the trainer's metrics and `strength.svg` from
 /// the strength matches, those it has data for; returns what it did, a line each.
 pub fn plot_run(run: &RunFolder) -> Vec<String> {

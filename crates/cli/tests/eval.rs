@@ -391,6 +391,20 @@ fn a_player_is_rated_on_the_ladder_from_the_rungs_around_it() {
     let again = rate("R-5");
     assert_eq!(again["games"], json["games"], "{again}");
     assert_eq!(again["elo"], json["elo"], "{again}");
+    // The folder's standings place the player as the rating did, from the same games, and plot
+    // it against the hours a file gives.
+    let hours = dir.path().join("hours.csv");
+    std::fs::write(&hours, "hours,player\n1.5,material@8\n").unwrap();
+    let (out_arg, table_arg, hours_arg) = (out.to_str().unwrap(), table.to_str().unwrap(), hours.to_str().unwrap());
+    let output = xqz(&["eval", "standings", "--run", out_arg, "--ladder", table_arg, "--hours", hours_arg, "--json"]);
+    let standing: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((&standing["player"], &standing["games"]), (&json["player"], &json["games"]), "{standing}");
+    assert!((standing["elo"].as_f64().unwrap() - elo).abs() < 1e-9, "{standing}");
+    let plot = std::fs::read_to_string(out.join("ladder-hours.svg")).unwrap();
+    assert!(plot.starts_with("<svg") && plot.contains("R-5"), "the plot draws the rungs");
+    std::fs::write(&hours, "hours,player\n1,uniform@8\n").unwrap();
+    let error = refused(&["eval", "standings", "--run", out_arg, "--ladder", table_arg, "--hours", hours_arg]);
+    assert!(error.contains("\"uniform@8\" played no rung"), "{error}");
 
     let error =
         refused(&["eval", "rate", "--player", "material", "--first", "R9", "--ladder", table.to_str().unwrap()]);

@@ -43,6 +43,13 @@ pub struct ModelConfig {
     /// built-in configurations; absent from a file written before it: off.
     #[serde(default)]
     pub moves_left: bool,
+    /// A soft-policy head (KataGo's auxiliary soft policy target): a second policy output fitted
+    /// to the policy target raised to the power 1/4 and renormalised, so that training also
+    /// tells apart the moves the search rated low, which the sharp target leaves near zero.
+    /// Training reads it, play does not ([`TrainConfig::soft_policy_weight`]). Off in the
+    /// built-in configurations; absent from a file written before it: off.
+    #[serde(default)]
+    pub soft_policy: bool,
 }
 
 /// A model configuration that cannot be read or makes no network.
@@ -141,10 +148,19 @@ pub struct TrainConfig {
     /// for a network with a moves-left head ([`ModelConfig::moves_left`]); ignored without one.
     #[serde(default = "default_moves_left_weight")]
     pub moves_left_weight: f32,
+    /// Weight of the soft-policy loss (its cross-entropy, averaged as the policy's over the rows
+    /// with a policy target) beside the policy and value losses, for a network with a
+    /// soft-policy head ([`ModelConfig::soft_policy`]); ignored without one.
+    #[serde(default = "default_soft_policy_weight")]
+    pub soft_policy_weight: f32,
 }
 
 fn default_moves_left_weight() -> f32 {
     TrainConfig::default().moves_left_weight
+}
+
+fn default_soft_policy_weight() -> f32 {
+    TrainConfig::default().soft_policy_weight
 }
 
 impl Default for TrainConfig {
@@ -156,6 +172,7 @@ impl Default for TrainConfig {
             average_samples: 0,
             policy_surprise: 0.0,
             moves_left_weight: 0.5,
+            soft_policy_weight: 1.0,
         }
     }
 }

@@ -46,7 +46,7 @@ pub use device::{DeviceError, parse_device};
 #[cfg(feature = "torch")]
 pub use inference::InferenceNet;
 #[cfg(feature = "torch")]
-pub use model::{BatchPrediction, Network, Prediction};
+pub use model::{BatchPrediction, Heads, Network, Prediction};
 #[cfg(feature = "torch")]
 pub use train::{DeviceBatch, Losses, StepLosses, TrainBatch, TrainError, Trainer};
 

@@ -1,4 +1,5 @@
-//! The network: a residual tower with a policy head (2086 logits) and a win/draw/loss value head.
+//! The network: a residual tower with a policy head (2086 logits) and a win/draw/loss value head,
+//! and optionally auxiliary heads that only training reads (moves left, soft policy).
 //!
 //! ```
 //! use xqz_net::{ModelConfig, Network, encoding::{self, History, INPUT_SIZE}, policy::POLICY_SIZE};
@@ -126,6 +127,23 @@ pub struct Network {
     pub(crate) value_out: nn::Linear,
     /// The moves-left head, if the config has one: from the value head's hidden units.
     pub(crate) moves_left: Option<nn::Linear>,
+    /// The soft-policy head, if the config has one: a second linear layer on the policy head's
+    /// features.
+    pub(crate) soft_policy_fc: Option<nn::Linear>,
+}
+
+/// Every head's output for a batch, as training reads them.
+#[derive(Debug)]
+pub struct Heads {
+    /// Policy logits `[n, POLICY_SIZE]`.
+    pub policy: Tensor,
+    /// Win/draw/loss logits `[n, 3]`.
+    pub value: Tensor,
+    /// With a moves-left head: the plies left `[n]`, in hundreds (non-negative).
+    pub moves_left: Option<Tensor>,
+    /// With a soft-policy head: its logits `[n, POLICY_SIZE]`, fitted to the policy target made
+    /// flatter ([`ModelConfig::soft_policy`]).
+    pub soft_policy: Option<Tensor>,
 }
 
 impl Network {
@@ -177,25 +195,24 @@ impl Network {
             .collect();
         let (pc, vc) = (config.policy_channels as i64, config.value_channels as i64);
         let hidden = config.value_hidden as i64;
+        // Zero weights make a fresh network's policy uniform over the legal moves. Random ones
+        // give it arbitrary preferences, which steer a few playouts away from the moves that
+        // matter, and which a policy target built on the priors (completed Q) keeps.
+        let zero = nn::LinearConfig { ws_init: nn::Init::Const(0.0), bs_init: Some(nn::Init::Const(0.0)), bias: true };
         Network {
             stem: ConvBn::new(&root / "stem", PLANES as i64, c, 3),
             tower,
             policy_conv: ConvBn::new(&root / "policy", c, pc, 1),
-            // Zero weights make a fresh network's policy uniform over the legal moves. Random
-            // ones give it arbitrary preferences, which steer a few playouts away from the moves
-            // that matter, and which a policy target built on the priors (completed Q) keeps.
-            policy_fc: nn::linear(
-                &root / "policy" / "fc",
-                pc * SQUARES,
-                POLICY_SIZE as i64,
-                nn::LinearConfig { ws_init: nn::Init::Const(0.0), bs_init: Some(nn::Init::Const(0.0)), bias: true },
-            ),
+            policy_fc: nn::linear(&root / "policy" / "fc", pc * SQUARES, POLICY_SIZE as i64, zero),
             value_conv: ConvBn::new(&root / "value", c, vc, 1),
             value_hidden: nn::linear(&root / "value" / "hidden", 2 * vc, hidden, Default::default()),
             value_out: nn::linear(&root / "value" / "out", hidden, 3, Default::default()),
             moves_left: config
                 .moves_left
                 .then(|| nn::linear(&root / "moves_left" / "out", hidden, 1, Default::default())),
+            soft_policy_fc: config
+                .soft_policy
+                .then(|| nn::linear(&root / "soft_policy" / "fc", pc * SQUARES, POLICY_SIZE as i64, zero)),
             config: config.clone(),
             vs,
         }
@@ -221,29 +238,50 @@ impl Network {
         self.vs.trainable_variables().iter().map(|t| t.numel()).sum()
     }
 
-    /// Policy logits `[n, POLICY_SIZE]` and value logits `[n, 3]` for inputs `[n, PLANES, 10, 9]`.
+    /// Policy logits `[n, POLICY_SIZE]` and value logits `[n, 3]` for inputs `[n, PLANES, 10, 9]`
+    /// (the auxiliary heads, which only training reads, are not computed).
     pub fn forward_t(&self, input: &Tensor, train: bool) -> (Tensor, Tensor) {
-        let (policy, value, _) = self.forward_heads(input, train);
-        (policy, value)
+        let x = self.trunk(input, train);
+        let policy_features = self.policy_features(&x, train);
+        (policy_features.apply(&self.policy_fc), self.value_hidden(&x, train).apply(&self.value_out))
     }
 
-    /// [`forward_t`](Self::forward_t) and, with a moves-left head, the plies left `[n]` in
-    /// hundreds (non-negative).
-    pub fn forward_heads(&self, input: &Tensor, train: bool) -> (Tensor, Tensor, Option<Tensor>) {
+    /// Every head's output, the auxiliary ones included, for inputs `[n, PLANES, 10, 9]`.
+    pub fn forward_heads(&self, input: &Tensor, train: bool) -> Heads {
+        let x = self.trunk(input, train);
+        let policy_features = self.policy_features(&x, train);
+        let hidden = self.value_hidden(&x, train);
+        Heads {
+            policy: policy_features.apply(&self.policy_fc),
+            value: hidden.apply(&self.value_out),
+            moves_left: self.moves_left.as_ref().map(|head| hidden.apply(head).softplus().squeeze_dim(1)),
+            soft_policy: self.soft_policy_fc.as_ref().map(|head| policy_features.apply(head)),
+        }
+    }
+
+    fn trunk(&self, input: &Tensor, train: bool) -> Tensor {
         let mut x = self.stem.forward_t(input, train).relu();
         for block in &self.tower {
             x = block.forward_t(&x, train);
         }
-        let policy = self.policy_conv.forward_t(&x, train).relu().flatten(1, -1).apply(&self.policy_fc);
+        x
+    }
+
+    /// The policy head's features before its linear layer(s), `[n, policy_channels * 90]`.
+    fn policy_features(&self, trunk: &Tensor, train: bool) -> Tensor {
+        self.policy_conv.forward_t(trunk, train).relu().flatten(1, -1)
+    }
+
+    /// The value head's hidden units, `[n, value_hidden]`, which the value and the moves-left
+    /// outputs read.
+    fn value_hidden(&self, trunk: &Tensor, train: bool) -> Tensor {
         // The value head pools over the board (mean and max per channel, as KataGo's does), so a
         // feature such as "a rook of mine" counts the same on every square: material learnt in
         // the end games of self-play carries over to openings it has never seen lose a rook.
-        let value = self.value_conv.forward_t(&x, train).relu();
+        let value = self.value_conv.forward_t(trunk, train).relu();
         let pooled =
             Tensor::cat(&[value.mean_dim(&[2i64, 3][..], false, Kind::Float), value.amax(&[2i64, 3][..], false)], 1);
-        let hidden = pooled.apply(&self.value_hidden).relu();
-        let moves_left = self.moves_left.as_ref().map(|head| hidden.apply(head).softplus().squeeze_dim(1));
-        (policy, hidden.apply(&self.value_out), moves_left)
+        pooled.apply(&self.value_hidden).relu()
     }
 
     /// Evaluates encoded positions (`n * INPUT_SIZE` floats) in inference mode.

@@ -1,6 +1,7 @@
-//! The training step: policy cross-entropy plus value (win/draw/loss) cross-entropy, minimised by
-//! SGD with Nesterov momentum and L2 weight decay on convolution and linear weights. The momentum
-//! buffers are saved with the checkpoint so that training resumes where it stopped.
+//! The training step: policy cross-entropy plus value (win/draw/loss) cross-entropy (plus the
+//! auxiliary heads' losses, for a network that has them), minimised by SGD with Nesterov momentum
+//! and L2 weight decay on convolution and linear weights. The momentum buffers are saved with the
+//! checkpoint so that training resumes where it stopped.
 //!
 //! With [`TrainConfig::average_samples`] above 0 the trainer also keeps an exponential moving
 //! average of every weight (KataGo's averaged weights for published models, as an EMA): a step on
@@ -243,9 +244,9 @@ impl Trainer {
     /// are read), but is counted.
     pub fn step_on(&mut self, batch: &DeviceBatch) -> Result<StepLosses, TrainError> {
         let statistics_before: Vec<Tensor> = self.statistics.iter().map(Tensor::copy).collect();
-        let (policy_logits, value_logits, moves_left) = self.net.forward_heads(&batch.inputs, true);
+        let heads = self.net.forward_heads(&batch.inputs, true);
         // Finite, so that an illegal move's zero target times its log-probability stays zero.
-        let policy_logits = policy_logits.f_masked_fill(&batch.illegal, -1e9)?;
+        let policy_logits = heads.policy.f_masked_fill(&batch.illegal, -1e9)?;
         let row_cross_entropy = |logits: &Tensor, target: &Tensor| -> Result<Tensor, tch::TchError> {
             (target * logits.f_log_softmax(-1, Kind::Float)?).f_sum_dim_intlist(1, false, Kind::Float)?.f_neg()
         };
@@ -263,17 +264,26 @@ impl Trainer {
                 Some(weights) => (&policy_cross_entropy * weights).f_sum(Kind::Float)?.f_div(&targets)?,
                 None => policy_loss.shallow_clone(),
             };
-        let value_loss = row_cross_entropy(&value_logits, &batch.wdl)?.f_mean(Kind::Float)?;
+        let value_loss = row_cross_entropy(&heads.value, &batch.wdl)?.f_mean(Kind::Float)?;
         for p in self.parameters.values_mut() {
             p.weight.zero_grad();
         }
         let total = &weighted_policy_loss + &value_loss;
-        let total = match (&moves_left, &batch.plies_left) {
+        let total = match (&heads.moves_left, &batch.plies_left) {
             (Some(predicted), Some(target)) => {
                 let loss = predicted.f_smooth_l1_loss(&(target / 100.0), tch::Reduction::Mean, 1.0)?;
                 total + loss * f64::from(self.config.moves_left_weight)
             }
             _ => total,
+        };
+        let total = match &heads.soft_policy {
+            Some(logits) => {
+                let logits = logits.f_masked_fill(&batch.illegal, -1e9)?;
+                let cross_entropy = row_cross_entropy(&logits, &soft_target(&batch.policy)?)?;
+                let loss = (cross_entropy * &targeted).f_sum(Kind::Float)?.f_div(&targets)?;
+                total + loss * f64::from(self.config.soft_policy_weight)
+            }
+            None => total,
         };
         total.f_backward()?;
 
@@ -312,6 +322,14 @@ impl Trainer {
     }
 }
 
+/// The soft-policy head's target: each row of the policy target raised to the power 1/4 and
+/// renormalised (a row without a target stays all zero).
+fn soft_target(policy: &Tensor) -> Result<Tensor, tch::TchError> {
+    let flatter = policy.f_clamp_min(0.0)?.f_pow_tensor_scalar(0.25)?;
+    let sums = flatter.f_sum_dim_intlist(1, true, Kind::Float)?.f_clamp_min(1e-12)?;
+    flatter.f_div(&sums)
+}
+
 impl Trainer {
     /// With [`TrainConfig::policy_surprise`] `s` above 0, each row's weight in the policy loss:
     /// `(1 - s) + s * kl / mean(kl)` for a row with a policy target (`targeted` 1), 0 for one
@@ -336,9 +354,12 @@ impl Trainer {
         Ok(Some((kl.f_div(&mean)? * surprise + (1.0 - surprise)) * targeted))
     }
 
-    /// Sets [`TrainConfig::policy_surprise`], for a run resumed with another setting.
-    pub fn set_policy_surprise(&mut self, share: f32) {
-        self.config.policy_surprise = share;
+    /// Takes every setting of `config` but the learning rate (which a schedule sets), for a run
+    /// resumed with other settings than its checkpoint's: averaging turned on starts from the
+    /// current weights.
+    pub fn reconfigure(&mut self, config: TrainConfig) {
+        self.set_average_samples(config.average_samples);
+        self.config = TrainConfig { learning_rate: self.config.learning_rate, ..config };
     }
 }
 

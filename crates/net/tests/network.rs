@@ -273,6 +273,11 @@ fn training_resumes_from_a_checkpoint_with_its_momentum() {
     assert_eq!(a, b);
     let (ta, tb) = (outputs(trainer.network(), &data), outputs(resumed.network(), &data));
     assert_eq!(ta, tb, "the step after resuming moved the weights differently (momentum lost?)");
+    // A run resumed with other settings takes them all but the learning rate, which its schedule
+    // sets.
+    let settings = TrainConfig { learning_rate: 0.5, momentum: 0.7, soft_policy_weight: 3.0, ..TrainConfig::default() };
+    resumed.reconfigure(settings);
+    assert_eq!(resumed.config(), TrainConfig { learning_rate: 0.03, ..settings });
 }
 
 #[test]
@@ -452,7 +457,7 @@ fn a_moves_left_head_learns_the_plies_to_the_end_and_survives_a_checkpoint() {
     let predicted = |net: &Network| {
         let shape = [32, encoding::PLANES as i64, encoding::HEIGHT as i64, encoding::WIDTH as i64];
         let input = tch::Tensor::from_slice(&data.inputs).view(shape);
-        let (_, _, left) = tch::no_grad(|| net.forward_heads(&input, false));
+        let left = tch::no_grad(|| net.forward_heads(&input, false)).moves_left;
         Vec::<f32>::try_from(left.expect("the head") * 100.0).unwrap()
     };
     let error = |left: &[f32]| left.iter().zip(&plies).map(|(p, t)| (p - t).abs()).sum::<f32>() / 32.0;
@@ -482,4 +487,70 @@ fn a_moves_left_head_learns_the_plies_to_the_end_and_survives_a_checkpoint() {
     )
     .unwrap();
     assert!(!old.moves_left);
+}
+
+#[test]
+fn a_soft_policy_head_learns_the_flattened_target_and_leaves_play_to_the_policy() {
+    tch::manual_seed(6);
+    let config = ModelConfig { soft_policy: true, ..tiny() };
+    // Each row's target: 0.9 on one legal move, 0.1 on another. Raised to the power 1/4 and
+    // renormalised, the second move's share is 0.1^0.25 / (0.9^0.25 + 0.1^0.25) = 0.366.
+    let mut data = Data::new(32, 7);
+    let mut pairs = Vec::new();
+    for row in 0..32 {
+        let legal = &data.legal[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
+        let moves: Vec<usize> = (0..POLICY_SIZE).filter(|&i| legal[i] > 0.0).take(2).collect();
+        let target = &mut data.policy[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
+        target.fill(0.0);
+        target[moves[0]] = 0.9;
+        target[moves[1]] = 0.1;
+        pairs.push((moves[0], moves[1]));
+    }
+    let soft_share = 0.1f32.powf(0.25) / (0.9f32.powf(0.25) + 0.1f32.powf(0.25));
+    let input = || {
+        let shape = [32, encoding::PLANES as i64, encoding::HEIGHT as i64, encoding::WIDTH as i64];
+        tch::Tensor::from_slice(&data.inputs).view(shape)
+    };
+    // The mean share of each row's second move under the logits, over the pair alone.
+    let second_share = |logits: tch::Tensor| {
+        let logits = Vec::<f32>::try_from(logits.flatten(0, -1)).unwrap();
+        let shares = pairs.iter().enumerate().map(|(row, &(first, second))| {
+            let (a, b) = (logits[row * POLICY_SIZE + first], logits[row * POLICY_SIZE + second]);
+            1.0 / (1.0 + (a - b).exp())
+        });
+        shares.sum::<f32>() / 32.0
+    };
+    let mut trainer =
+        Trainer::new(Network::new(&config, Device::Cpu), TrainConfig { learning_rate: 0.05, ..TrainConfig::default() });
+    for _ in 0..150 {
+        trainer.step(&data.batch()).unwrap();
+    }
+    let heads = tch::no_grad(|| trainer.network().forward_heads(&input(), false));
+    let (policy, soft) = (second_share(heads.policy), second_share(heads.soft_policy.expect("the head")));
+    assert!((soft - soft_share).abs() < 0.08, "soft head's share of the second move {soft}, target {soft_share}");
+    assert!((policy - 0.1).abs() < 0.08, "policy head's share of the second move {policy}, target 0.1");
+    // Play reads the policy head alone: the inference graph gives the training graph's policy.
+    let net = trainer.network();
+    let (expected, got) =
+        (net.predict_batch(&data.inputs).unwrap(), InferenceNet::new(net).predict_batch(&data.inputs).unwrap());
+    let close = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-4 * (1.0 + x.abs()));
+    assert!(close(&expected.policy_logits, &got.policy_logits), "policy logits differ");
+    // The head is in the checkpoint; a config written before the head existed has none.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("soft.json");
+    trainer.save(&path, 0).unwrap();
+    let (loaded, meta) = xqz_net::checkpoint::load(&path, Device::Cpu, None).unwrap();
+    assert!(meta.model.soft_policy);
+    let reloaded = tch::no_grad(|| loaded.forward_heads(&input(), false)).soft_policy.expect("the head");
+    let saved = tch::no_grad(|| net.forward_heads(&input(), false)).soft_policy.expect("the head");
+    assert_eq!(
+        Vec::<f32>::try_from(reloaded.flatten(0, -1)).unwrap(),
+        Vec::<f32>::try_from(saved.flatten(0, -1)).unwrap()
+    );
+    let old = ModelConfig::from_toml(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/mid.toml")).unwrap(),
+        "mid",
+    )
+    .unwrap();
+    assert!(!old.soft_policy);
 }

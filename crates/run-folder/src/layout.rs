@@ -114,6 +114,11 @@ impl RunFolder {
         self.root.join("ladder.svg")
     }
 
+    /// The plot of players' places on the ladder of rungs against hours of training.
+    pub fn ladder_hours_svg(&self) -> PathBuf {
+        self.root.join("ladder-hours.svg")
+    }
+
     fn started_file(&self) -> PathBuf {
         self.root.join("started_unix")
     }

@@ -299,8 +299,7 @@ fn resume_or_start(
     Ok(match latest_checkpoint(&config.run) {
         Some(path) => {
             let mut trainer = Trainer::resume(&path, config.device, Some(&config.model))?;
-            trainer.set_average_samples(config.optimizer.average_samples);
-            trainer.set_policy_surprise(config.optimizer.policy_surprise);
+            trainer.reconfigure(config.optimizer);
             let version = trainer.info().model_version;
             (trainer, version)
         }

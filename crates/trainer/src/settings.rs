@@ -73,6 +73,10 @@ pub struct TrainSettings {
     /// `moves_left = true`, e.g. `--model models/mid-moves-left.toml`); ignored without one.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().moves_left_weight))]
     pub moves_left_weight: f32,
+    /// Weight of the soft-policy loss for a network with a soft-policy head (a model config with
+    /// `soft_policy = true`, e.g. `--model models/mid-soft-policy.toml`); ignored without one.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().soft_policy_weight))]
+    pub soft_policy_weight: f32,
     /// Samples in the dataset before the first step.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().min_samples))]
     pub min_samples: usize,
@@ -116,6 +120,7 @@ impl Default for TrainSettings {
             average_samples: 0,
             policy_surprise: 0.5,
             moves_left_weight: xqz_net::TrainConfig::default().moves_left_weight,
+            soft_policy_weight: xqz_net::TrainConfig::default().soft_policy_weight,
             min_samples: 4096,
             checkpoint_every_samples: 25_600,
             publish_every_samples: 25_600,
@@ -165,6 +170,8 @@ impl TrainSettings {
         check(share(self.policy_surprise), "policy_surprise", self.policy_surprise, "0 to 1")?;
         let weight = self.moves_left_weight;
         check((0.0..=100.0).contains(&weight), "moves_left_weight", weight, "0 to 100")?;
+        let weight = self.soft_policy_weight;
+        check((0.0..=100.0).contains(&weight), "soft_policy_weight", weight, "0 to 100")?;
         check(self.batch_size >= 1, "batch_size", self.batch_size, "1 or more")?;
         let schedule = self.learning_rates()?;
         check((0.0..1.0).contains(&self.momentum), "momentum", self.momentum, "0 to 1 (below 1)")?;
@@ -254,6 +261,7 @@ impl TrainSettings {
                 average_samples: self.average_samples,
                 policy_surprise: self.policy_surprise,
                 moves_left_weight: self.moves_left_weight,
+                soft_policy_weight: self.soft_policy_weight,
             },
             lr_schedule,
             batch_size: self.batch_size,
@@ -296,6 +304,7 @@ mod tests {
             ("material_target", TrainSettings { material_target: 1.5, ..Default::default() }),
             ("policy_surprise", TrainSettings { policy_surprise: f32::NAN, ..Default::default() }),
             ("moves_left_weight", TrainSettings { moves_left_weight: -1.0, ..Default::default() }),
+            ("soft_policy_weight", TrainSettings { soft_policy_weight: f32::INFINITY, ..Default::default() }),
             ("result_horizon", TrainSettings { result_horizon: f32::NAN, ..Default::default() }),
             ("publish_every_samples", TrainSettings { publish_every_samples: 0, ..Default::default() }),
             ("metrics_every_samples", TrainSettings { metrics_every_samples: 0, ..Default::default() }),
