@@ -46,7 +46,7 @@ use crate::dataset::{Dataset, RecoveryReport};
 use crate::error::{DatasetError, Result};
 use crate::manifest::{ShardEntry, ShardKind};
 use crate::record::{Columns, MIRROR, mirror_move_code};
-use crate::schema::{BOARD_BYTES, samples};
+use crate::schema::{BOARD_BYTES, GAME_ID_BYTES, samples};
 use crate::storage::DatasetLocation;
 
 /// Number of distinct move codes (`from | to << 7` fits in 14 bits): the width of
@@ -193,6 +193,8 @@ pub struct SampleColumns {
     full_search: Vec<bool>,
     quiet_plies: Vec<u16>,
     repetitions: Vec<u8>,
+    /// Whether the next row is the same game's next ply (whose search answered this row's move).
+    next_in_game: Vec<bool>,
 }
 
 impl SampleColumns {
@@ -206,6 +208,7 @@ impl SampleColumns {
             policy_offsets: vec![0],
             ..SampleColumns::default()
         };
+        let (mut game_ids, mut plies) = (Vec::with_capacity(rows * GAME_ID_BYTES), Vec::with_capacity(rows));
         for batch in &data.batches {
             let cols = Columns::new(batch, &path);
             out.boards.extend_from_slice(cols.fixed_binary(samples::BOARD, BOARD_BYTES)?);
@@ -222,8 +225,13 @@ impl SampleColumns {
             out.full_search.extend(cols.get::<BooleanArray>(samples::FULL_SEARCH)?.values().iter());
             out.quiet_plies.extend_from_slice(cols.primitive::<UInt16Type>(samples::QUIET_PLIES)?);
             out.repetitions.extend_from_slice(cols.primitive::<UInt8Type>(samples::REPETITIONS)?);
+            game_ids.extend_from_slice(cols.fixed_binary(samples::GAME_ID, GAME_ID_BYTES)?);
+            plies.extend_from_slice(cols.primitive::<UInt32Type>(samples::PLY)?);
             out.len += batch.num_rows();
         }
+        let game = |row: usize| &game_ids[row * GAME_ID_BYTES..(row + 1) * GAME_ID_BYTES];
+        out.next_in_game =
+            (0..out.len).map(|r| r + 1 < out.len && game(r) == game(r + 1) && plies[r + 1] == plies[r] + 1).collect();
         if out.side.iter().any(|&s| s > 1) || out.result.iter().any(|r| !(-1..=1).contains(r)) {
             return Err(DatasetError::Shard { path, message: "side_to_move or result out of range".into() });
         }
@@ -261,6 +269,15 @@ pub struct Batch {
     pub policy_moves: Vec<u16>,
     /// Probabilities of the policy entries.
     pub policy_probs: Vec<f32>,
+    /// The opponent's reply, in the same CSR form: row `i` owns entries
+    /// `reply_offsets[i]..reply_offsets[i + 1]` (`[size + 1]`), the recorded policy of the same
+    /// game's next position where its search was full (moves of the opponent, after mirroring),
+    /// none otherwise (a cheap search, the game's last sample).
+    pub reply_offsets: Vec<u32>,
+    /// Move codes of the reply entries (after mirroring).
+    pub reply_moves: Vec<u16>,
+    /// Probabilities of the reply entries.
+    pub reply_probs: Vec<f32>,
     /// Game result as a one-hot [win, draw, loss] for the side to move, `[size * 3]`.
     pub wdl_target: Vec<f32>,
     /// The search's root [win, draw, loss] estimate, `[size * 3]`.
@@ -292,6 +309,13 @@ impl Batch {
             },
             policy_moves: Vec::with_capacity(size * 48),
             policy_probs: Vec::with_capacity(size * 48),
+            reply_offsets: {
+                let mut v = Vec::with_capacity(size + 1);
+                v.push(0);
+                v
+            },
+            reply_moves: Vec::with_capacity(size * 12),
+            reply_probs: Vec::with_capacity(size * 12),
             wdl_target: Vec::with_capacity(size * 3),
             root_wdl: Vec::with_capacity(size * 3),
             plies_to_end: Vec::with_capacity(size),
@@ -311,6 +335,13 @@ impl Batch {
     pub fn policy(&self, i: usize) -> impl Iterator<Item = (u16, f32)> + '_ {
         let (a, b) = (self.policy_offsets[i] as usize, self.policy_offsets[i + 1] as usize);
         self.policy_moves[a..b].iter().copied().zip(self.policy_probs[a..b].iter().copied())
+    }
+
+    /// Row `i`'s opponent-reply entries as (move code, probability); none where it has no reply
+    /// target.
+    pub fn reply(&self, i: usize) -> impl Iterator<Item = (u16, f32)> + '_ {
+        let (a, b) = (self.reply_offsets[i] as usize, self.reply_offsets[i + 1] as usize);
+        self.reply_moves[a..b].iter().copied().zip(self.reply_probs[a..b].iter().copied())
     }
 
     /// Dense policy targets `[size * width]`, placing each entry of row `i` at
@@ -472,14 +503,21 @@ impl ReplayWindow {
             batch.boards.extend_from_slice(board);
         }
         batch.side_to_move.push(data.side[row]);
-        let (a, b) = (data.policy_offsets[row] as usize, data.policy_offsets[row + 1] as usize);
-        if mirror {
-            batch.policy_moves.extend(data.policy_moves[a..b].iter().map(|&c| mirror_move_code(c)));
-        } else {
-            batch.policy_moves.extend_from_slice(&data.policy_moves[a..b]);
-        }
-        batch.policy_probs.extend_from_slice(&data.policy_probs[a..b]);
+        let entries = |row: usize| data.policy_offsets[row] as usize..data.policy_offsets[row + 1] as usize;
+        let copy = |range: std::ops::Range<usize>, moves: &mut Vec<u16>, probs: &mut Vec<f32>| {
+            if mirror {
+                moves.extend(data.policy_moves[range.clone()].iter().map(|&c| mirror_move_code(c)));
+            } else {
+                moves.extend_from_slice(&data.policy_moves[range.clone()]);
+            }
+            probs.extend_from_slice(&data.policy_probs[range]);
+        };
+        copy(entries(row), &mut batch.policy_moves, &mut batch.policy_probs);
         batch.policy_offsets.push(batch.policy_moves.len() as u32);
+        if data.next_in_game[row] && data.full_search[row + 1] {
+            copy(entries(row + 1), &mut batch.reply_moves, &mut batch.reply_probs);
+        }
+        batch.reply_offsets.push(batch.reply_moves.len() as u32);
         let target = match data.result[row] {
             1 => [1.0, 0.0, 0.0],
             -1 => [0.0, 0.0, 1.0],

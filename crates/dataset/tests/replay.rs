@@ -37,13 +37,16 @@ fn mirrored_policy_mass_sits_on_the_mirrored_legal_moves() {
     let mut games = games(20, 0, 4, &synthetic);
     let n = tag_samples(&mut games);
     let by_tag: Vec<SampleRecord> = games.iter().flat_map(|(_, s)| s.clone()).collect();
+    // Each sample's successor in its game, whose search answered its move.
+    let next: Vec<Option<&SampleRecord>> =
+        games.iter().flat_map(|(_, s)| (0..s.len()).map(move |i| s.get(i + 1))).collect();
     let dir = tempfile::tempdir().unwrap();
     write_all(dir.path(), small_shards(50, Compression::Zstd), &games);
 
     let window =
         ReplayWindow::open(dir.path(), ReplayConfig { mirror_probability: 0.5, drop_last: false, ..config(16) })
             .unwrap();
-    let (mut mirrored, mut plain) = (0, 0);
+    let (mut mirrored, mut plain, mut replies) = (0, 0, 0);
     for batch in window.epoch(0) {
         for i in 0..batch.size {
             let original = &by_tag[tag(&batch, i)];
@@ -72,6 +75,17 @@ fn mirrored_policy_mass_sits_on_the_mirrored_legal_moves() {
                 .map(|e| (if batch.mirrored[i] == 1 { e.mv.mirror() } else { e.mv }.to_u16(), e.p))
                 .collect();
             assert_eq!(got, want);
+            // The opponent's reply: the next position's policy where its search was full (the
+            // target of an auxiliary head), mirrored with the row; none after a cheap search or
+            // at the game's end.
+            let flip = |mv: Move| if batch.mirrored[i] == 1 { mv.mirror() } else { mv };
+            let reply: Vec<(u16, f32)> = batch.reply(i).collect();
+            let want: Vec<(u16, f32)> = match next[tag(&batch, i)] {
+                Some(next) if next.full_search => next.policy.iter().map(|e| (flip(e.mv).to_u16(), e.p)).collect(),
+                _ => Vec::new(),
+            };
+            assert_eq!(reply, want);
+            replies += usize::from(!reply.is_empty());
             if batch.mirrored[i] == 1 {
                 mirrored += 1;
             } else {
@@ -81,6 +95,7 @@ fn mirrored_policy_mass_sits_on_the_mirrored_legal_moves() {
     }
     assert_eq!(mirrored + plain, n);
     assert!(mirrored > n / 4 && plain > n / 4, "mirrored {mirrored} of {n}");
+    assert!(replies > n / 2 && replies < n, "{replies} of {n} rows with a reply");
 }
 
 #[test]

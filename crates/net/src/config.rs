@@ -50,6 +50,13 @@ pub struct ModelConfig {
     /// built-in configurations; absent from a file written before it: off.
     #[serde(default)]
     pub soft_policy: bool,
+    /// An opponent-policy head (KataGo's auxiliary target): the opponent's reply, the search
+    /// policy of the position after this one's move, predicted from this one, which makes the
+    /// network learn what the opponent threatens. Training reads it, play does not
+    /// ([`TrainConfig::opponent_policy_weight`]). Off in the built-in configurations; absent
+    /// from a file written before it: off.
+    #[serde(default)]
+    pub opponent_policy: bool,
 }
 
 /// A model configuration that cannot be read or makes no network.
@@ -153,6 +160,11 @@ pub struct TrainConfig {
     /// soft-policy head ([`ModelConfig::soft_policy`]); ignored without one.
     #[serde(default = "default_soft_policy_weight")]
     pub soft_policy_weight: f32,
+    /// Weight of the opponent-policy loss (its cross-entropy over the rows with a reply target)
+    /// beside the others, for a network with an opponent-policy head
+    /// ([`ModelConfig::opponent_policy`]); ignored without one.
+    #[serde(default = "default_opponent_policy_weight")]
+    pub opponent_policy_weight: f32,
 }
 
 fn default_moves_left_weight() -> f32 {
@@ -161,6 +173,10 @@ fn default_moves_left_weight() -> f32 {
 
 fn default_soft_policy_weight() -> f32 {
     TrainConfig::default().soft_policy_weight
+}
+
+fn default_opponent_policy_weight() -> f32 {
+    TrainConfig::default().opponent_policy_weight
 }
 
 impl Default for TrainConfig {
@@ -173,6 +189,7 @@ impl Default for TrainConfig {
             policy_surprise: 0.0,
             moves_left_weight: 0.5,
             soft_policy_weight: 1.0,
+            opponent_policy_weight: 0.15,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The network: a residual tower with a policy head (2086 logits) and a win/draw/loss value head,
-//! and optionally auxiliary heads that only training reads (moves left, soft policy).
+//! and optionally auxiliary heads that only training reads (moves left, soft policy, opponent's
+//! policy).
 //!
 //! ```
 //! use xqz_net::{ModelConfig, Network, encoding::{self, History, INPUT_SIZE}, policy::POLICY_SIZE};
@@ -130,6 +131,9 @@ pub struct Network {
     /// The soft-policy head, if the config has one: a second linear layer on the policy head's
     /// features.
     pub(crate) soft_policy_fc: Option<nn::Linear>,
+    /// The opponent-policy head, if the config has one: another linear layer on the policy
+    /// head's features.
+    pub(crate) opponent_policy_fc: Option<nn::Linear>,
 }
 
 /// Every head's output for a batch, as training reads them.
@@ -144,6 +148,9 @@ pub struct Heads {
     /// With a soft-policy head: its logits `[n, POLICY_SIZE]`, fitted to the policy target made
     /// flatter ([`ModelConfig::soft_policy`]).
     pub soft_policy: Option<Tensor>,
+    /// With an opponent-policy head: its logits `[n, POLICY_SIZE]` over the opponent's replies,
+    /// in the opponent's frame ([`ModelConfig::opponent_policy`]).
+    pub opponent_policy: Option<Tensor>,
 }
 
 impl Network {
@@ -213,6 +220,9 @@ impl Network {
             soft_policy_fc: config
                 .soft_policy
                 .then(|| nn::linear(&root / "soft_policy" / "fc", pc * SQUARES, POLICY_SIZE as i64, zero)),
+            opponent_policy_fc: config
+                .opponent_policy
+                .then(|| nn::linear(&root / "opponent_policy" / "fc", pc * SQUARES, POLICY_SIZE as i64, zero)),
             config: config.clone(),
             vs,
         }
@@ -256,6 +266,7 @@ impl Network {
             value: hidden.apply(&self.value_out),
             moves_left: self.moves_left.as_ref().map(|head| hidden.apply(head).softplus().squeeze_dim(1)),
             soft_policy: self.soft_policy_fc.as_ref().map(|head| policy_features.apply(head)),
+            opponent_policy: self.opponent_policy_fc.as_ref().map(|head| policy_features.apply(head)),
         }
     }
 

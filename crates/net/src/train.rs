@@ -25,7 +25,8 @@
 //! for &mv in &xiangqi::Position::startpos().legal_moves() {
 //!     legal[policy::index(mv).unwrap()] = 1.0;
 //! }
-//! let batch = TrainBatch { inputs: &inputs, policy: &target, legal: &legal, wdl: &[0.5, 0.5, 0.0], plies_left: &[] };
+//! let batch =
+//!     TrainBatch { inputs: &inputs, policy: &target, legal: &legal, wdl: &[0.5, 0.5, 0.0], plies_left: &[], reply: &[] };
 //! let first = trainer.step(&batch)?;
 //! for _ in 0..20 {
 //!     trainer.step(&batch)?;
@@ -63,6 +64,10 @@ pub struct TrainBatch<'a> {
     /// Plies from each row's position to its game's end, `n` (the moves-left head's target), or
     /// empty: no moves-left target.
     pub plies_left: &'a [f32],
+    /// The opponent's reply to each row's move, `n * POLICY_SIZE` in the opponent's frame, each
+    /// row summing to 1 (or all 0: no reply target), the opponent-policy head's target; or
+    /// empty: no reply targets.
+    pub reply: &'a [f32],
 }
 
 /// Mean losses of one step.
@@ -285,6 +290,16 @@ impl Trainer {
             }
             None => total,
         };
+        let total = match (&heads.opponent_policy, &batch.reply) {
+            (Some(logits), Some(reply)) => {
+                // Over every move: the reply's legal moves are the next position's, not this one's.
+                let replied = reply.f_sum_dim_intlist(1, false, Kind::Float)?.f_gt(0.0)?.f_to_kind(Kind::Float)?;
+                let rows = replied.f_sum(Kind::Float)?.f_clamp_min(1.0)?;
+                let loss = (row_cross_entropy(logits, reply)? * replied).f_sum(Kind::Float)?.f_div(&rows)?;
+                total + loss * f64::from(self.config.opponent_policy_weight)
+            }
+            _ => total,
+        };
         total.f_backward()?;
 
         let TrainConfig { learning_rate, momentum, weight_decay, average_samples, .. } = self.config;
@@ -375,6 +390,8 @@ pub struct DeviceBatch {
     wdl: Tensor,
     /// Plies to each row's game's end, if the batch has them.
     plies_left: Option<Tensor>,
+    /// The opponent's replies, if the batch has them.
+    reply: Option<Tensor>,
     rows: usize,
 }
 
@@ -400,6 +417,13 @@ impl DeviceBatch {
                 n * 3
             )));
         }
+        if !batch.reply.is_empty() && batch.reply.len() != n * POLICY_SIZE {
+            return Err(TrainError::BadBatch(format!(
+                "{n} rows of inputs, but {} reply floats (expected {})",
+                batch.reply.len(),
+                n * POLICY_SIZE
+            )));
+        }
         if !batch.plies_left.is_empty() && batch.plies_left.len() != n {
             return Err(TrainError::BadBatch(format!(
                 "{n} rows of inputs, but {} plies-left targets",
@@ -421,6 +445,7 @@ impl DeviceBatch {
             illegal: upload(batch.legal, &[rows, POLICY_SIZE as i64])?.f_eq(0.0)?,
             wdl: upload(batch.wdl, &[rows, 3])?,
             plies_left: (!batch.plies_left.is_empty()).then(|| upload(batch.plies_left, &[rows])).transpose()?,
+            reply: (!batch.reply.is_empty()).then(|| upload(batch.reply, &[rows, POLICY_SIZE as i64])).transpose()?,
             rows: n,
         })
     }

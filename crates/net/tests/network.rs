@@ -47,7 +47,14 @@ impl Data {
     }
 
     fn batch(&self) -> TrainBatch<'_> {
-        TrainBatch { inputs: &self.inputs, policy: &self.policy, legal: &self.legal, wdl: &self.wdl, plies_left: &[] }
+        TrainBatch {
+            inputs: &self.inputs,
+            policy: &self.policy,
+            legal: &self.legal,
+            wdl: &self.wdl,
+            plies_left: &[],
+            reply: &[],
+        }
     }
 }
 
@@ -85,6 +92,7 @@ fn policy_surprise_weighting_trains_the_surprising_rows_harder() {
         legal: &data.legal[POLICY_SIZE..],
         wdl: &data.wdl[3..],
         plies_left: &[],
+        reply: &[],
     };
     let after_one_step = |policy_surprise: f32| {
         tch::manual_seed(7);
@@ -133,7 +141,10 @@ fn rows_without_a_policy_target_do_not_dilute_the_policy_loss() {
     let loss = |policy: &[f32]| {
         tch::manual_seed(3);
         let mut trainer = Trainer::new(Network::new(&tiny(), Device::Cpu), TrainConfig::default());
-        trainer.step(&TrainBatch { inputs: &inputs, policy, legal: &legal, wdl: &wdl, plies_left: &[] }).unwrap().policy
+        trainer
+            .step(&TrainBatch { inputs: &inputs, policy, legal: &legal, wdl: &wdl, plies_left: &[], reply: &[] })
+            .unwrap()
+            .policy
     };
     let (expected, diluted) = (loss(&all), loss(&first));
     assert!(expected > 1.0, "a fresh network's policy loss {expected}");
@@ -553,4 +564,34 @@ fn a_soft_policy_head_learns_the_flattened_target_and_leaves_play_to_the_policy(
     )
     .unwrap();
     assert!(!old.soft_policy);
+}
+
+#[test]
+fn an_opponent_policy_head_learns_the_replies_of_the_rows_that_have_one() {
+    tch::manual_seed(8);
+    let config = ModelConfig { opponent_policy: true, ..tiny() };
+    let data = Data::new(32, 8);
+    // Even rows: a reply on a move of their own (any of the 2086, in the opponent's frame);
+    // odd rows: none.
+    let mut reply = vec![0.0; 32 * POLICY_SIZE];
+    let wanted: Vec<usize> = (0..32).map(|row| (row * 61) % POLICY_SIZE).collect();
+    for row in (0..32).step_by(2) {
+        reply[row * POLICY_SIZE + wanted[row]] = 1.0;
+    }
+    let batch = TrainBatch { reply: &reply, ..data.batch() };
+    let weight = TrainConfig { learning_rate: 0.05, opponent_policy_weight: 1.0, ..TrainConfig::default() };
+    let mut trainer = Trainer::new(Network::new(&config, Device::Cpu), weight);
+    for _ in 0..100 {
+        trainer.step(&batch).unwrap();
+    }
+    let shape = [32, encoding::PLANES as i64, encoding::HEIGHT as i64, encoding::WIDTH as i64];
+    let input = tch::Tensor::from_slice(&data.inputs).view(shape);
+    let logits = tch::no_grad(|| trainer.network().forward_heads(&input, false)).opponent_policy.expect("the head");
+    let probabilities = Vec::<f32>::try_from(logits.softmax(-1, tch::Kind::Float).flatten(0, -1)).unwrap();
+    let share = |row: usize| probabilities[row * POLICY_SIZE + wanted[row]];
+    let (taught, untaught) =
+        ((0..32).step_by(2).map(share).sum::<f32>() / 16.0, (1..32).step_by(2).map(share).sum::<f32>() / 16.0);
+    assert!(taught > 0.5 && untaught < 0.2, "the replies' share: {taught} where taught, {untaught} where not");
+    let short = TrainBatch { reply: &reply[..POLICY_SIZE], ..data.batch() };
+    assert!(trainer.step(&short).unwrap_err().to_string().contains("reply floats"));
 }

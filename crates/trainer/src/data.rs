@@ -65,6 +65,9 @@ pub struct Targets {
     /// not fade): the knowledge put in bootstraps a young network, and a long run ends as pure
     /// self-play.
     pub material_fade: u64,
+    /// Whether to build the opponent-reply targets ([`TrainingData::reply`]), for a network with
+    /// an opponent-policy head.
+    pub opponent_reply: bool,
 }
 
 impl Targets {
@@ -110,6 +113,10 @@ pub struct TrainingData {
     pub wdl: Vec<f32>,
     /// Plies from each row's position to its game's end, `rows`: the target of a moves-left head.
     pub plies_left: Vec<f32>,
+    /// With [`Targets::opponent_reply`], `rows * POLICY_SIZE`: the opponent's reply to each row's
+    /// move (the recorded policy of the game's next position, normalised, in the opponent's
+    /// frame), all zero where the replay batch has none; else empty.
+    pub reply: Vec<f32>,
 }
 
 impl TrainingData {
@@ -131,6 +138,7 @@ impl TrainingData {
             legal: vec![0.0; rows * POLICY_SIZE],
             wdl,
             plies_left: batch.plies_to_end[..rows].to_vec(),
+            reply: if targets.opponent_reply { vec![0.0; rows * POLICY_SIZE] } else { Vec::new() },
         };
         let m = targets.material_share;
         // The recorded moves' indices of one row, kept for its smoothing; one buffer for all rows.
@@ -148,6 +156,19 @@ impl TrainingData {
                 &mut data.inputs[row * INPUT_SIZE..(row + 1) * INPUT_SIZE],
             )
             .map_err(|source| DataError::Board { row, source })?;
+            if targets.opponent_reply {
+                let reply = &mut data.reply[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
+                for (code, p) in batch.reply(row) {
+                    let index = Move::from_u16(code)
+                        .and_then(|mv| policy::index_for(mv, !turn))
+                        .ok_or(DataError::PolicyMove { row, code })?;
+                    reply[index] += p;
+                }
+                let sum: f32 = reply.iter().sum();
+                if sum > 0.0 {
+                    reply.iter_mut().for_each(|p| *p /= sum);
+                }
+            }
             let full = batch.full_search[row] != 0;
             if m <= 0.0 && !full {
                 continue;
@@ -201,6 +222,7 @@ impl TrainingData {
             legal: &self.legal,
             wdl: &self.wdl,
             plies_left: &self.plies_left,
+            reply: &self.reply,
         }
     }
 }

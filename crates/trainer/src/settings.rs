@@ -77,6 +77,11 @@ pub struct TrainSettings {
     /// `soft_policy = true`, e.g. `--model models/mid-soft-policy.toml`); ignored without one.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().soft_policy_weight))]
     pub soft_policy_weight: f32,
+    /// Weight of the opponent-policy loss for a network with an opponent-policy head (a model
+    /// config with `opponent_policy = true`, e.g. `--model models/mid-opponent-policy.toml`);
+    /// ignored without one.
+    #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().opponent_policy_weight))]
+    pub opponent_policy_weight: f32,
     /// Samples in the dataset before the first step.
     #[cfg_attr(feature = "clap", arg(long, default_value_t = TrainSettings::default().min_samples))]
     pub min_samples: usize,
@@ -121,6 +126,7 @@ impl Default for TrainSettings {
             policy_surprise: 0.5,
             moves_left_weight: xqz_net::TrainConfig::default().moves_left_weight,
             soft_policy_weight: xqz_net::TrainConfig::default().soft_policy_weight,
+            opponent_policy_weight: xqz_net::TrainConfig::default().opponent_policy_weight,
             min_samples: 4096,
             checkpoint_every_samples: 25_600,
             publish_every_samples: 25_600,
@@ -172,6 +178,8 @@ impl TrainSettings {
         check((0.0..=100.0).contains(&weight), "moves_left_weight", weight, "0 to 100")?;
         let weight = self.soft_policy_weight;
         check((0.0..=100.0).contains(&weight), "soft_policy_weight", weight, "0 to 100")?;
+        let weight = self.opponent_policy_weight;
+        check((0.0..=100.0).contains(&weight), "opponent_policy_weight", weight, "0 to 100")?;
         check(self.batch_size >= 1, "batch_size", self.batch_size, "1 or more")?;
         let schedule = self.learning_rates()?;
         check((0.0..1.0).contains(&self.momentum), "momentum", self.momentum, "0 to 1 (below 1)")?;
@@ -248,6 +256,7 @@ impl TrainSettings {
         use crate::{Targets, TrainerConfig};
 
         let (lr_schedule, model) = self.checked()?;
+        let opponent_reply = model.opponent_policy;
         Ok(TrainerConfig {
             data,
             run,
@@ -262,6 +271,7 @@ impl TrainSettings {
                 policy_surprise: self.policy_surprise,
                 moves_left_weight: self.moves_left_weight,
                 soft_policy_weight: self.soft_policy_weight,
+                opponent_policy_weight: self.opponent_policy_weight,
             },
             lr_schedule,
             batch_size: self.batch_size,
@@ -273,6 +283,7 @@ impl TrainSettings {
                 result_horizon: self.result_horizon,
                 material_share: self.material_target,
                 material_fade: self.material_fade,
+                opponent_reply,
             },
             min_samples: self.min_samples,
             checkpoint_every_samples: self.checkpoint_every_samples,
@@ -305,6 +316,7 @@ mod tests {
             ("policy_surprise", TrainSettings { policy_surprise: f32::NAN, ..Default::default() }),
             ("moves_left_weight", TrainSettings { moves_left_weight: -1.0, ..Default::default() }),
             ("soft_policy_weight", TrainSettings { soft_policy_weight: f32::INFINITY, ..Default::default() }),
+            ("opponent_policy_weight", TrainSettings { opponent_policy_weight: -0.5, ..Default::default() }),
             ("result_horizon", TrainSettings { result_horizon: f32::NAN, ..Default::default() }),
             ("publish_every_samples", TrainSettings { publish_every_samples: 0, ..Default::default() }),
             ("metrics_every_samples", TrainSettings { metrics_every_samples: 0, ..Default::default() }),

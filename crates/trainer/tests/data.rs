@@ -182,3 +182,27 @@ fn policy_smoothing_mixes_the_visits_with_a_uniform_spread_over_the_recorded_mov
     assert!(checked > 0, "no full search in the batch");
     assert_eq!(smoothed.wdl, visits.wdl);
 }
+
+#[test]
+fn the_opponent_reply_target_is_the_next_positions_policy_in_the_opponents_frame() {
+    let (mut with_reply, mut rows) = (0, 0);
+    for batch in batches(0.5) {
+        assert!(TrainingData::from_replay(&batch, Targets::default()).unwrap().reply.is_empty(), "not asked for");
+        let data = TrainingData::from_replay(&batch, Targets { opponent_reply: true, ..Targets::default() }).unwrap();
+        assert_eq!(data.reply.len(), batch.size * POLICY_SIZE);
+        for row in 0..batch.size {
+            let opponent = if batch.side_to_move[row] == 0 { Color::Black } else { Color::Red };
+            let target = &data.reply[row * POLICY_SIZE..(row + 1) * POLICY_SIZE];
+            let entries: Vec<(u16, f32)> = batch.reply(row).collect();
+            let sum: f32 = entries.iter().map(|e| e.1).sum();
+            let mut expected = vec![0.0; POLICY_SIZE];
+            for (code, p) in entries {
+                expected[policy::index_for(Move::from_u16(code).unwrap(), opponent).unwrap()] += p / sum;
+            }
+            assert!(target.iter().zip(&expected).all(|(a, b)| (a - b).abs() < 1e-6), "row {row}");
+            with_reply += usize::from(sum > 0.0);
+            rows += 1;
+        }
+    }
+    assert!(with_reply > rows / 4 && with_reply < rows, "{with_reply} of {rows} rows with a reply");
+}
