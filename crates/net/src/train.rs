@@ -255,11 +255,16 @@ impl Trainer {
         let row_cross_entropy = |logits: &Tensor, target: &Tensor| -> Result<Tensor, tch::TchError> {
             (target * logits.f_log_softmax(-1, Kind::Float)?).f_sum_dim_intlist(1, false, Kind::Float)?.f_neg()
         };
+        // 1 for each row whose target is not all zero, and how many they are (at least 1).
+        let with_target = |target: &Tensor| -> Result<(Tensor, Tensor), tch::TchError> {
+            let rows = target.f_sum_dim_intlist(1, false, Kind::Float)?.f_gt(0.0)?.f_to_kind(Kind::Float)?;
+            let count = rows.f_sum(Kind::Float)?.f_clamp_min(1.0)?;
+            Ok((rows, count))
+        };
         // Averaged over the rows that have a policy target only: with playout cap randomization
         // most rows have none, and a mean over all rows would train the policy at a fraction of
         // its rate and report a fraction of its loss.
-        let targeted = batch.policy.f_sum_dim_intlist(1, false, Kind::Float)?.f_gt(0.0)?.f_to_kind(Kind::Float)?;
-        let targets = targeted.f_sum(Kind::Float)?.f_clamp_min(1.0)?;
+        let (targeted, targets) = with_target(&batch.policy)?;
         let policy_cross_entropy = row_cross_entropy(&policy_logits, &batch.policy)?;
         // The loss reported is the plain mean, so that runs with and without surprise weighting
         // read alike; the one minimised weighs each row.
@@ -293,8 +298,7 @@ impl Trainer {
         let total = match (&heads.opponent_policy, &batch.reply) {
             (Some(logits), Some(reply)) => {
                 // Over every move: the reply's legal moves are the next position's, not this one's.
-                let replied = reply.f_sum_dim_intlist(1, false, Kind::Float)?.f_gt(0.0)?.f_to_kind(Kind::Float)?;
-                let rows = replied.f_sum(Kind::Float)?.f_clamp_min(1.0)?;
+                let (replied, rows) = with_target(reply)?;
                 let loss = (row_cross_entropy(logits, reply)? * replied).f_sum(Kind::Float)?.f_div(&rows)?;
                 total + loss * f64::from(self.config.opponent_policy_weight)
             }

@@ -174,12 +174,13 @@ impl TrainSettings {
         }
         let share = |v: f32| (0.0..=1.0).contains(&v);
         check(share(self.policy_surprise), "policy_surprise", self.policy_surprise, "0 to 1")?;
-        let weight = self.moves_left_weight;
-        check((0.0..=100.0).contains(&weight), "moves_left_weight", weight, "0 to 100")?;
-        let weight = self.soft_policy_weight;
-        check((0.0..=100.0).contains(&weight), "soft_policy_weight", weight, "0 to 100")?;
-        let weight = self.opponent_policy_weight;
-        check((0.0..=100.0).contains(&weight), "opponent_policy_weight", weight, "0 to 100")?;
+        for (field, weight) in [
+            ("moves_left_weight", self.moves_left_weight),
+            ("soft_policy_weight", self.soft_policy_weight),
+            ("opponent_policy_weight", self.opponent_policy_weight),
+        ] {
+            check((0.0..=100.0).contains(&weight), field, weight, "0 to 100")?;
+        }
         check(self.batch_size >= 1, "batch_size", self.batch_size, "1 or more")?;
         let schedule = self.learning_rates()?;
         check((0.0..1.0).contains(&self.momentum), "momentum", self.momentum, "0 to 1 (below 1)")?;
