@@ -32,8 +32,9 @@ pub struct WorkerArgs {
     dir: PathBuf,
     #[command(flatten)]
     device: crate::model::DeviceArg,
-    /// Config of the random network played with until a model is published (tiny, mid, ...).
-    #[arg(long, default_value = "mid")]
+    /// Config of the random network played with until a model is published (tiny, mid, ...; the
+    /// default is the trainer's).
+    #[arg(long, default_value_t = xqz_trainer::TrainSettings::default().model)]
     init_model: String,
     /// On SIGTERM or Ctrl-C, how long games in progress may take to finish before they are
     /// dropped (finished games are then uploaded for up to 10 more seconds).

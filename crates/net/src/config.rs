@@ -13,9 +13,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 /// The built-in configurations, by name.
-const BUILTIN: [(&str, &str); 4] = [
+const BUILTIN: [(&str, &str); 5] = [
     ("tiny", include_str!("../../../models/tiny.toml")),
     ("mid", include_str!("../../../models/mid.toml")),
+    ("mid-opponent-policy", include_str!("../../../models/mid-opponent-policy.toml")),
     ("small", include_str!("../../../models/small.toml")),
     ("standard", include_str!("../../../models/standard.toml")),
 ];

@@ -436,7 +436,7 @@ fn a_mismatched_checkpoint_is_refused() {
 
 #[test]
 fn model_configs_parse_and_validate() {
-    for name in ["tiny", "mid", "small", "standard"] {
+    for name in ["tiny", "mid", "mid-opponent-policy", "small", "standard"] {
         let config = ModelConfig::builtin(name).unwrap();
         assert_eq!(config.name, name);
     }

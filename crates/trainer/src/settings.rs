@@ -110,7 +110,7 @@ pub struct TrainSettings {
 impl Default for TrainSettings {
     fn default() -> TrainSettings {
         TrainSettings {
-            model: "mid".into(),
+            model: "mid-opponent-policy".into(),
             batch_size: 256,
             lr_schedule: "0:0.02,20000:0.006,60000:0.002".into(),
             momentum: 0.9,
