@@ -8,7 +8,9 @@ use clap::Args;
 use serde_json::json;
 use xqz_net::bench::{raw_throughput, sample_positions, service_throughput};
 use xqz_net::service::ServiceConfig;
-use xqz_net::{ModelConfig, Network};
+use xqz_net::{ModelConfig, Network, Precision};
+
+use crate::model::SELF_PLAY_PRECISION;
 
 /// Options of `xqz bench selfplay`.
 #[derive(Args)]
@@ -64,6 +66,7 @@ pub struct NetArgs {
 pub fn bench_net(args: &NetArgs) -> Result<()> {
     let config = ModelConfig::resolve(&args.model)?;
     let device = args.device.resolve()?;
+    let precision = args.device.precision_or(Precision::F32).on(device);
     anyhow::ensure!(args.seconds > 0.0, "--seconds must be positive");
     anyhow::ensure!(args.callers > 0 && args.max_batch > 0, "--callers and --max-batch must be positive");
     anyhow::ensure!(args.batches.iter().all(|&b| b > 0), "batch sizes must be positive");
@@ -78,15 +81,18 @@ pub fn bench_net(args: &NetArgs) -> Result<()> {
         "parameters": net.parameter_count(),
         "device": format!("{device:?}"),
         "threads": threads,
+        "precision": precision.to_string(),
         "seconds": args.seconds,
     });
     out.context(|| {
         format!(
-            "model {} ({} blocks x {} channels, {} parameters) on {device:?}, libtorch threads {threads}",
+            "model {} ({} blocks x {} channels, {} parameters) on {device:?}, libtorch threads {threads}, \
+             inference in {}",
             config.name,
             config.blocks,
             config.channels,
             net.parameter_count(),
+            precision,
         )
     });
     let with_setup = |mut fields: serde_json::Value| {
@@ -94,7 +100,7 @@ pub fn bench_net(args: &NetArgs) -> Result<()> {
         fields
     };
     let positions = sample_positions(1024, 1);
-    let fast = xqz_net::InferenceNet::new(&net);
+    let fast = xqz_net::InferenceNet::with_precision(&net, precision);
     let flops = xqz_net::inference::flops_per_position(&config) as f64;
     // The reference in the same run: libtorch's own matrix product at a size that reaches the
     // CPU's (or device's) practical peak.
@@ -132,7 +138,8 @@ pub fn bench_net(args: &NetArgs) -> Result<()> {
         max_batch: args.max_batch,
         max_wait: Duration::from_secs_f64(args.max_wait_ms / 1000.0),
         cache_entries: 0,
-        threads: 0,
+        precision,
+        ..ServiceConfig::default()
     };
     let (measured, _) = service_throughput(net, &positions, args.callers, service, duration);
     let share = batch_128.map(|raw| measured.positions_per_second / raw);
@@ -210,11 +217,12 @@ pub fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
 
     let config = ModelConfig::resolve(&args.model)?;
     let device = args.device.resolve()?;
+    let precision = args.device.precision_or(SELF_PLAY_PRECISION).on(device);
     args.play.validate()?;
     let play = args.play.self_play_config(args.threads, args.games_per_thread, 0);
     args.output.context(|| {
         format!(
-            "model {} on {device:?}; {} games, {} threads x {} games, playouts {} full / {} cheap ({:.0}% full), \
+            "model {} on {device:?} in {precision}; {} games, {} threads x {} games, playouts {} full / {} cheap ({:.0}% full), \
              {} leaves per game per batch, mates by checks of up to {} moves at the leaves",
             config.name,
             args.games,
@@ -227,7 +235,8 @@ pub fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
             play.search.mate_moves
         )
     });
-    let service = InferenceService::spawn(Network::new(&config, device), ServiceConfig::default());
+    let service =
+        InferenceService::spawn(Network::new(&config, device), ServiceConfig { precision, ..ServiceConfig::default() });
     let dir = tempfile::tempdir()?;
     let run = LocalSelfPlay { games: args.games, model_version: 0, worker_id: "bench".into() };
     let (process_before, inference_before, _) = cpu_split()?;
@@ -260,6 +269,7 @@ pub fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
             "measurement": "selfplay",
             "model": config.name,
             "device": format!("{device:?}"),
+            "precision": precision.to_string(),
             "threads": play.threads,
             "games_per_thread": play.games_per_thread,
             "playouts": play.playouts,

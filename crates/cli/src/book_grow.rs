@@ -11,6 +11,7 @@ use xiangqi::notation::Chinese;
 use xiangqi::{Move, Position};
 use xqz_book::{GrowConfig, Grower};
 use xqz_mcts::SearchConfig;
+use xqz_net::Precision;
 use xqz_net::service::ServiceConfig;
 
 /// Options of `xqz book grow`.
@@ -121,7 +122,7 @@ fn grow(
     let mut grower = Grower::open(path, config)?;
     let before = grower.searched()?;
     let (service, _) =
-        crate::model::serve(model, device.resolve()?, ServiceConfig { max_batch, ..ServiceConfig::default() })?;
+        crate::model::serve(model, device.resolve()?, ServiceConfig { max_batch, ..device.service(Precision::F32) })?;
     let mut evaluator = service.client();
     let bar = budget.bar();
     let start = Instant::now();

@@ -17,6 +17,7 @@ use xqz_arena::stats::{Sprt, SprtState};
 use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings};
 use xqz_arena::uci::{EngineConfig, Limit};
 use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
+use xqz_net::Precision;
 use xqz_net::service::{InferenceService, ServiceConfig};
 
 use crate::results;
@@ -35,6 +36,14 @@ pub struct MatchArgs {
     /// Second player, as for `--a`.
     #[arg(long)]
     pub b: String,
+    /// Number format of `--a`'s network where it differs from `--precision` (which sets both):
+    /// `--a shipped --b shipped --a-precision bf16` measures what bfloat16 costs in play. A
+    /// network in another precision than f32 is named with it in the records (`shipped bf16`).
+    #[arg(long)]
+    pub a_precision: Option<Precision>,
+    /// The same for `--b`.
+    #[arg(long)]
+    pub b_precision: Option<Precision>,
     /// Pairs of games (each opening with both colours).
     #[arg(long, default_value_t = 50)]
     pub pairs: u32,
@@ -146,6 +155,7 @@ enum Prepared {
         service: InferenceService,
         playouts: u32,
         steps: u64,
+        precision: Precision,
     },
     Material {
         playouts: u32,
@@ -162,7 +172,8 @@ enum Prepared {
 }
 
 impl Prepared {
-    fn parse(spec: &str, args: &MatchArgs) -> Result<Prepared> {
+    /// The player `spec` names; a network runs its convolutions in `precision`.
+    fn parse(spec: &str, args: &MatchArgs, precision: Precision) -> Result<Prepared> {
         let (body, playouts) = match spec.rsplit_once('@') {
             Some((body, n)) if !spec.contains(':') || spec.starts_with("ckpt:") => {
                 (body, n.parse().with_context(|| format!("bad playouts {n:?} in {spec:?}"))?)
@@ -201,9 +212,10 @@ impl Prepared {
                 "{spec:?} is neither a checkpoint file, shipped, material, uniform, rung:NAME, fairy-stockfish:PATH, sjaakii:PATH nor uci:COMMAND"
             );
         }
-        let (service, meta) = crate::model::serve(path, args.play.device.resolve()?, ServiceConfig::default())?;
+        let config = ServiceConfig { precision, ..ServiceConfig::default() };
+        let (service, meta) = crate::model::serve(path, args.play.device.resolve()?, config)?;
         let name = path.file_stem().map_or_else(|| body.to_string(), |s| s.to_string_lossy().into_owned());
-        Ok(Prepared::Net { name, service, playouts, steps: meta.info.training_steps })
+        Ok(Prepared::Net { name, service, playouts, steps: meta.info.training_steps, precision })
     }
 
     fn make(&self, search: SearchConfig) -> Result<Box<dyn Player>, PlayerError> {
@@ -240,7 +252,8 @@ impl Prepared {
     /// is two players to a ladder; a checkpoint as given.
     fn label(&self, spec: &str) -> String {
         match self {
-            Prepared::Net { .. } => spec.to_string(),
+            Prepared::Net { precision: Precision::F32, .. } => spec.to_string(),
+            Prepared::Net { precision, .. } => format!("{spec} {precision}"),
             Prepared::Material { playouts } => format!("material@{playouts}"),
             Prepared::Uniform { playouts } => format!("uniform@{playouts}"),
             Prepared::Engine { label: Some(label), .. } => label.clone(),
@@ -278,9 +291,15 @@ fn balanced() -> Openings {
 pub fn play(args: &MatchArgs) -> Result<Played> {
     anyhow::ensure!(args.pairs > 0, "--pairs must be positive");
     let sprt = args.sprt.as_deref().map(str::parse::<Sprt>).transpose()?;
-    let a = Prepared::parse(&args.a, args)?;
-    let b = Prepared::parse(&args.b, args)?;
+    let precision = args.play.device.precision_or(Precision::F32);
+    let a = Prepared::parse(&args.a, args, args.a_precision.unwrap_or(precision))?;
+    let b = Prepared::parse(&args.b, args, args.b_precision.unwrap_or(precision))?;
     let (a_name, b_name) = (a.label(&args.a), b.label(&args.b));
+    anyhow::ensure!(
+        a_name != b_name,
+        "--a and --b are both {a_name:?}: the records could not tell their games apart (give one of them \
+         other playouts, or another --a-precision / --b-precision)"
+    );
     let engine_plays = [&a, &b].iter().any(|p| matches!(p, Prepared::Engine { .. }));
     let openings = openings(&args.play, engine_plays)?;
     let ruleset = args.play.ruleset.unwrap_or(if a.is_fairy_stockfish() || b.is_fairy_stockfish() {

@@ -5,6 +5,8 @@ mod bench_ingest;
 #[cfg(feature = "torch")]
 mod bench_net;
 mod bench_output;
+#[cfg(feature = "torch")]
+mod bench_precision;
 mod book;
 #[cfg(feature = "torch")]
 mod book_grow;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use clap::Args;
 use xqz_net::service::{InferenceService, ServiceConfig};
-use xqz_net::{CheckpointMeta, Device, Network, checkpoint, parse_device};
+use xqz_net::{CheckpointMeta, Device, Network, Precision, checkpoint, parse_device};
 
 /// The `--device` flag.
 #[derive(Args, Clone, Debug)]
@@ -18,7 +18,18 @@ pub struct DeviceArg {
     /// each take their share, or they slow each other down.
     #[arg(long, default_value_t = 0)]
     pub torch_threads: usize,
+    /// Number format of the network's convolutions in play: f32; bf16 (bfloat16, 1.5 to 3.6
+    /// times as fast on CPUs with AVX-512 BF16 or AMX; `xqz bench precision` measures how far
+    /// its answers are from f32's); or auto (bf16 where the CPU has AVX-512 BF16, else f32).
+    /// Default: auto where the network plays itself (`worker`, `run`, `selfplay`, `bench
+    /// selfplay`), f32 where it is evaluated or measured.
+    #[arg(long)]
+    pub precision: Option<Precision>,
 }
+
+/// The precision of self-play where `--precision` is not given: bf16 where the CPU computes in
+/// it. Its answers and its play were checked against f32's (docs/BENCHMARKS.md, "Precision").
+pub const SELF_PLAY_PRECISION: Precision = Precision::Auto;
 
 impl DeviceArg {
     /// The device, checked (CUDA must be there if asked for); applies --torch-threads.
@@ -27,6 +38,16 @@ impl DeviceArg {
             tch::set_num_threads(i32::try_from(self.torch_threads).context("--torch-threads")?);
         }
         Ok(parse_device(&self.device)?)
+    }
+
+    /// `--precision`, or `default` where it is not given.
+    pub fn precision_or(&self, default: Precision) -> Precision {
+        self.precision.unwrap_or(default)
+    }
+
+    /// A batching service's defaults with `--precision` (`default` where it is not given).
+    pub fn service(&self, default: Precision) -> ServiceConfig {
+        ServiceConfig { precision: self.precision_or(default), ..ServiceConfig::default() }
     }
 }
 

@@ -186,6 +186,9 @@ fn worker_args(args: &RunArgs, run: &RunFolder, settings: &SettingsFile, url: &s
     ] {
         argv.extend([flag.into(), value.into()]);
     }
+    if let Some(precision) = args.device.precision {
+        argv.extend(["--precision".into(), precision.to_string().into()]);
+    }
     argv
 }
 

@@ -110,13 +110,19 @@ pub fn ladder(points: &[(u64, f64, f64)], out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// One run's places on the ladder: its name and, per player, (hours of training, Elo, standard
+/// error).
+pub type LadderCurve = (String, Vec<(f64, f64, f64)>);
+
 /// Writes an SVG of places on the ladder (Elo with its 95% interval; R0 = 0) against hours of
-/// training, over dashed lines at the ratings of the rungs in range.
-pub fn ladder_hours(points: &[(f64, f64, f64)], rungs: &[(&str, f64)], out: &Path) -> Result<()> {
+/// training, over dashed lines at the ratings of the rungs in range: one curve per run, the
+/// first the run in question, with a legend naming them when there are more.
+pub fn ladder_hours(curves: &[LadderCurve], rungs: &[(&str, f64)], out: &Path) -> Result<()> {
     let interval = |p: &(f64, f64, f64)| (p.1 - 1.96 * p.2, p.1 + 1.96 * p.2);
-    let lo = points.iter().map(|p| interval(p).0).fold(f64::INFINITY, f64::min) - 60.0;
-    let hi = points.iter().map(|p| interval(p).1).fold(f64::NEG_INFINITY, f64::max) + 60.0;
-    let last = points.iter().map(|p| p.0).fold(1.0, f64::max) * 1.1;
+    let points = || curves.iter().flat_map(|c| c.1.iter());
+    let lo = points().map(|p| interval(p).0).fold(f64::INFINITY, f64::min) - 60.0;
+    let hi = points().map(|p| interval(p).1).fold(f64::NEG_INFINITY, f64::max) + 60.0;
+    let last = points().map(|p| p.0).fold(1.0, f64::max) * 1.1;
     let root = SVGBackend::new(out, (900, 500)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
@@ -141,14 +147,30 @@ pub fn ladder_hours(points: &[(f64, f64, f64)], rungs: &[(&str, f64)], out: &Pat
             ("sans-serif", 14),
         )))?;
     }
-    let mut sorted = points.to_vec();
-    sorted.sort_by(|x, y| x.0.total_cmp(&y.0));
-    chart.draw_series(LineSeries::new(sorted.iter().map(|p| (p.0, p.1)), BLUE))?;
-    chart.draw_series(sorted.iter().map(|&(h, e, _)| Circle::new((h, e), 4, BLUE.filled())))?;
-    chart.draw_series(sorted.iter().map(|p| {
-        let (low, high) = interval(p);
-        PathElement::new(vec![(p.0, low), (p.0, high)], BLUE)
-    }))?;
+    // The run in question in blue, the others in orange and then green.
+    let colors = [BLUE, RGBColor(230, 120, 0), RGBColor(0, 150, 60)];
+    for ((name, points), &color) in curves.iter().zip(colors.iter().cycle()) {
+        let mut sorted = points.to_vec();
+        sorted.sort_by(|x, y| x.0.total_cmp(&y.0));
+        chart
+            .draw_series(LineSeries::new(sorted.iter().map(|p| (p.0, p.1)), color))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+        chart.draw_series(sorted.iter().map(|&(h, e, _)| Circle::new((h, e), 4, color.filled())))?;
+        chart.draw_series(sorted.iter().map(|p| {
+            let (low, high) = interval(p);
+            PathElement::new(vec![(p.0, low), (p.0, high)], color)
+        }))?;
+    }
+    if curves.len() > 1 {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK.mix(0.35))
+            .label_font(("sans-serif", 14))
+            .draw()?;
+    }
     root.present()?;
     Ok(())
 }

@@ -75,6 +75,8 @@ fn play(args: &RateArgs, rung: &Rung, pairs: u32) -> Result<String> {
     let spec = MatchArgs {
         a: args.player.clone(),
         b: format!("rung:{}", rung.name),
+        a_precision: None,
+        b_precision: None,
         pairs,
         resume: true,
         sprt: None,

@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use xqz_mcts::{PlaySettings, SearchConfig, UniformEvaluator};
-use xqz_net::service::{InferenceService, ServiceConfig};
+use xqz_net::service::InferenceService;
 use xqz_net::{ModelConfig, Network};
 use xqz_worker::{LocalReport, LocalSelfPlay, play_into};
 
@@ -125,25 +125,31 @@ pub fn run(args: &SelfPlayArgs) -> Result<()> {
         ));
     };
     let worker_id = format!("selfplay-{}", std::process::id());
-    let report = match network {
+    let (report, precision) = match network {
         None => {
             let run = LocalSelfPlay { games: args.games, model_version: 0, worker_id };
-            play_into(&args.out, &config, UniformEvaluator, &run, progress)?
+            (play_into(&args.out, &config, UniformEvaluator, &run, progress)?, None)
         }
         Some((net, version)) => {
-            let service = InferenceService::spawn(net, ServiceConfig::default());
+            let service = args.device.service(crate::model::SELF_PLAY_PRECISION);
+            let precision = service.precision.on(net.device());
+            let service = InferenceService::spawn(net, service);
             let run = LocalSelfPlay { games: args.games, model_version: version, worker_id };
-            play_into(&args.out, &config, service.client(), &run, progress)?
+            (play_into(&args.out, &config, service.client(), &run, progress)?, Some(precision))
         }
     };
     bar.finish();
-    print_report(&report, args);
+    print_report(&report, args, precision);
     Ok(())
 }
 
-fn print_report(report: &LocalReport, args: &SelfPlayArgs) {
+/// The run's totals; `precision` is the network's, where one played.
+fn print_report(report: &LocalReport, args: &SelfPlayArgs, precision: Option<xqz_net::Precision>) {
     let s = &report.stats;
     println!("{}; {} samples written to {}", s, report.samples, args.out.display());
+    if let Some(precision) = precision {
+        println!("the network's convolutions ran in {precision}");
+    }
     println!("average length {:.1} moves", s.moves as f64 / s.games.max(1) as f64);
     if report.resign_checks.0 > 0 {
         println!(

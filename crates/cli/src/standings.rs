@@ -128,6 +128,10 @@ pub struct StandingsArgs {
     /// their places are plotted against those hours to `ladder-hours.svg` in the folder.
     #[arg(long)]
     hours: Option<PathBuf>,
+    /// Another folder of rated checkpoints (its `eval/games.arrow` and `hours.csv`), an earlier
+    /// run's: its curve is drawn beside this one's in the plot, each named by its folder.
+    #[arg(long, requires = "hours")]
+    before: Option<PathBuf>,
     /// One JSON object per player, one per line (the fields of `xqz eval rate --json` but
     /// `between`).
     #[arg(long)]
@@ -138,20 +142,7 @@ pub struct StandingsArgs {
 /// `--hours` names.
 pub fn run(args: &StandingsArgs) -> Result<()> {
     let rungs = table(args.ladder.as_deref())?;
-    let pairings = pairings(&read_games(&args.run)?);
-    let mut players: Vec<(Option<u64>, &str)> = pairings
-        .iter()
-        .flat_map(|p| [(p.a_steps, p.a.as_str()), (p.b_steps, p.b.as_str())])
-        .filter(|(_, name)| Rung::find(name).is_none())
-        .collect();
-    players.sort_by(|x, y| (x.0.is_none(), x.0, x.1).cmp(&(y.0.is_none(), y.0, y.1)));
-    players.dedup_by(|x, y| x.1 == y.1);
-    let standings: Vec<Standing> = players.iter().filter_map(|(_, name)| standing(&pairings, name, &rungs)).collect();
-    anyhow::ensure!(
-        !standings.is_empty(),
-        "no games against ladder rungs in {} (eval/games.arrow)",
-        args.run.display()
-    );
+    let standings = folder_standings(&args.run, &rungs)?;
     for standing in &standings {
         if args.json {
             println!("{}", standing.json());
@@ -160,13 +151,38 @@ pub fn run(args: &StandingsArgs) -> Result<()> {
         }
     }
     if let Some(path) = &args.hours {
-        let points = hours(path, &standings)?;
+        let mut curves = vec![(folder_name(&args.run), hours(path, &standings)?)];
+        if let Some(before) = &args.before {
+            let theirs = folder_standings(before, &rungs)?;
+            curves.push((folder_name(before), hours(&before.join("hours.csv"), &theirs)?));
+        }
         let plot = xqz_run_folder::RunFolder::new(&args.run).ladder_hours_svg();
         let lines: Vec<(&str, f64)> = rungs.iter().map(|r| (r.0.name, r.1)).collect();
-        crate::plot::ladder_hours(&points, &lines, &plot)?;
+        crate::plot::ladder_hours(&curves, &lines, &plot)?;
         eprintln!("plotted in {}", plot.display());
     }
     Ok(())
+}
+
+/// Every player of the folder `run` that played rungs there, placed on the ladder, least
+/// trained first.
+fn folder_standings(run: &Path, rungs: &[RatedRung]) -> Result<Vec<Standing>> {
+    let pairings = pairings(&read_games(run)?);
+    let mut players: Vec<(Option<u64>, &str)> = pairings
+        .iter()
+        .flat_map(|p| [(p.a_steps, p.a.as_str()), (p.b_steps, p.b.as_str())])
+        .filter(|(_, name)| Rung::find(name).is_none())
+        .collect();
+    players.sort_by(|x, y| (x.0.is_none(), x.0, x.1).cmp(&(y.0.is_none(), y.0, y.1)));
+    players.dedup_by(|x, y| x.1 == y.1);
+    let standings: Vec<Standing> = players.iter().filter_map(|(_, name)| standing(&pairings, name, rungs)).collect();
+    anyhow::ensure!(!standings.is_empty(), "no games against ladder rungs in {} (eval/games.arrow)", run.display());
+    Ok(standings)
+}
+
+/// A folder's last component, which names its curve in the plot.
+fn folder_name(run: &Path) -> String {
+    run.file_name().map_or_else(|| run.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 /// The (hours, Elo, standard error) of each player that the `hours,player` CSV at `path` names.

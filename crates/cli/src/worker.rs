@@ -101,6 +101,8 @@ impl ModelHost for NetHost {
             if players.len() >= PLAYER_NETS {
                 players.remove(0);
             }
+            // Evaluation jobs play in single precision whatever `--precision` self-play runs
+            // in, so that a job's figure does not depend on the flags of the workers it ran on.
             players.push((path.to_path_buf(), InferenceService::spawn(net, ServiceConfig::default())));
         }
         Ok(players.last().expect("just pushed").1.client())
@@ -152,8 +154,9 @@ pub fn run(args: WorkerArgs) -> Result<()> {
                 (tokio::task::spawn_blocking(move || Network::new(&init, device)).await?, 0)
             }
         };
-        tracing::info!(model_version = version, "playing with model");
-        let service = InferenceService::spawn(net, ServiceConfig::default());
+        let config = args.device.service(crate::model::SELF_PLAY_PRECISION);
+        tracing::info!(model_version = version, precision = %config.precision.on(device), "playing with model");
+        let service = InferenceService::spawn(net, config);
         let host = Arc::new(NetHost { service, device, players: Mutex::new(Vec::new()) });
         let uploaded = session.run(host, version, shutdown_signal()).await?;
         tracing::info!(uploaded, "done");

@@ -257,8 +257,9 @@ fn bench_net_json_prints_one_object_per_measurement() {
     let lines = &lines[1..];
     for l in lines {
         assert_eq!(
-            (l["bench"].as_str(), l["model"].as_str(), l["device"].as_str()),
-            (Some("net"), Some("tiny"), Some("Cpu"))
+            (l["bench"].as_str(), l["model"].as_str(), l["device"].as_str(), l["precision"].as_str()),
+            (Some("net"), Some("tiny"), Some("Cpu"), Some("f32")),
+            "measured in f32 unless told"
         );
         assert!(l["positions_per_s"].as_f64().unwrap() > 0.0 && l["parameters"].as_u64().unwrap() > 0, "{l}");
     }
@@ -283,9 +284,44 @@ fn bench_selfplay_json_counts_the_games_it_played() {
     assert!(moves > 0.0 && moves <= 24.0, "two games of at most 12 plies: {l}");
     assert!((l["moves_per_s"].as_f64().unwrap() - moves / secs).abs() < 1e-6 * moves / secs, "{l}");
     assert!(l["mean_batch"].as_f64().unwrap() >= 1.0, "{l}");
+    // Self-play's precision is `auto`, resolved on this machine's CPU.
+    assert!(matches!(l["precision"].as_str(), Some("f32" | "bf16")), "{l}");
     let busy = l["busy_share_of_cores"].as_f64().unwrap();
     let cores = l["cores"].as_f64().unwrap();
     assert!(busy > 0.0 && (busy - l["cpu_s"].as_f64().unwrap() / (secs * cores)).abs() < 1e-9, "{l}");
+}
+
+#[test]
+fn bench_precision_compares_bf16_with_f32_on_positions_of_a_dataset() {
+    use rand::SeedableRng;
+    use xqz_dataset::synthetic::{SyntheticConfig, random_game};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut writer, _) = xqz_dataset::DatasetWriter::open(dir.path(), Default::default()).unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+    for id in 0..4 {
+        let (game, samples) = random_game(&mut rng, id, &SyntheticConfig { max_plies: 30, ..Default::default() });
+        writer.append(game, samples).unwrap();
+    }
+    writer.finish().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let args = ["bench", "precision", "--model", "shipped", "--data", data, "--device", "cpu", "--batch", "8"];
+    let lines = json_lines(&xqz(&[&args[..], &["--positions", "20", "--json"]].concat()));
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let l = &lines[0];
+    assert_eq!((l["bench"].as_str(), l["positions"].as_u64()), (Some("precision"), Some(20)), "{l}");
+    let (agreement, diff) = (l["top_move_agreement"].as_f64().unwrap(), l["value_diff_mean"].as_f64().unwrap());
+    assert!((0.0..=1.0).contains(&agreement) && diff >= 0.0 && diff <= l["value_diff_max"].as_f64().unwrap(), "{l}");
+    assert_eq!(l["gate_met"].as_bool(), Some(agreement >= 0.99 && diff < 0.02), "{l}");
+    assert!(l["f32_positions_per_s"].as_f64().unwrap() > 0.0 && l["bf16_positions_per_s"].as_f64().unwrap() > 0.0);
+    // It compares f32 with bf16 and nothing else.
+    let out = xqz(&[&args[..], &["--precision", "f32"]].concat());
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--precision does not apply"));
+    // A folder without a dataset is refused by name.
+    let empty = tempfile::tempdir().unwrap();
+    let out = xqz(&["bench", "precision", "--model", "shipped", "--data", empty.path().to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("dataset"), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
 /// `scripts/bench-compare` with one binary as both sides: every figure of the inference graph
@@ -419,6 +455,9 @@ fn selfplay_writes_games_that_the_data_tools_read() {
         let run = xqz(&args);
         assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
         assert!(stdout(&run).starts_with("3 games, "), "{}", stdout(&run));
+        // A network's precision is said: `auto`, resolved on this CPU.
+        let said = ["f32", "bf16"].map(|p| stdout(&run).contains(&format!("convolutions ran in {p}\n")));
+        assert_eq!(said.iter().filter(|s| **s).count(), usize::from(source[0] != "--uniform"), "{}", stdout(&run));
     }
     let stats = xqz(&["data", "stats", out_str]);
     assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));

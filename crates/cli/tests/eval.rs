@@ -131,6 +131,28 @@ fn a_checkpoint_through_xqz_uci_against_fairy_stockfish() {
 }
 
 #[test]
+fn a_network_plays_itself_in_another_precision_under_its_own_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = common::tiny_checkpoint(dir.path());
+    let model = model.to_str().unwrap();
+    let out = dir.path().join("bf16");
+    let base = ["eval", "match", "--a", model, "--b", model, "--pairs", "1", "--playouts", "8", "--max-plies", "40"];
+    let error = refused(&base);
+    assert!(error.contains("both") && error.contains("--a-precision"), "{error}");
+    let mut args = base.to_vec();
+    args.extend(["--a-precision", "bf16", "--json", "--out", out.to_str().unwrap()]);
+    let result: serde_json::Value = serde_json::from_slice(&xqz(&args).stdout).unwrap();
+    assert_eq!(result["a"].as_str(), Some(format!("{model} bf16").as_str()), "{result}");
+    assert_eq!(result["b"].as_str(), Some(model), "{result}");
+    assert_eq!(result["games"], 2, "{result}");
+    for batch in read_table(&out) {
+        check_games(&batch, 40, Ruleset::Chinese2011);
+    }
+    let error = refused(&["eval", "match", "--a", model, "--b", "material", "--a-precision", "fp8"]);
+    assert!(error.contains("expected f32, bf16 or auto"), "{error}");
+}
+
+#[test]
 fn an_sprt_stops_a_lopsided_match_and_the_ladder_rates_the_players() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
@@ -402,6 +424,28 @@ fn a_player_is_rated_on_the_ladder_from_the_rungs_around_it() {
     assert!((standing["elo"].as_f64().unwrap() - elo).abs() < 1e-9, "{standing}");
     let plot = std::fs::read_to_string(out.join("ladder-hours.svg")).unwrap();
     assert!(plot.starts_with("<svg") && plot.contains("R-5"), "the plot draws the rungs");
+    // An earlier run's curve is drawn beside it, both named in a legend; the earlier folder
+    // must have its own hours file.
+    let legend = |name: &str| format!(">\n{name}\n</text>");
+    assert!(!plot.contains(&legend("rate")), "one curve needs no legend");
+    let before = dir.path().join("before");
+    std::fs::create_dir_all(before.join("eval")).unwrap();
+    std::fs::copy(out.join("eval/games.arrow"), before.join("eval/games.arrow")).unwrap();
+    let before_arg = before.to_str().unwrap();
+    let args =
+        ["eval", "standings", "--run", out_arg, "--ladder", table_arg, "--hours", hours_arg, "--before", before_arg];
+    let error = refused(&args);
+    assert!(error.contains("hours.csv"), "{error}");
+    std::fs::write(
+        before.join("hours.csv"),
+        "hours,player
+3,material@8
+",
+    )
+    .unwrap();
+    xqz(&args);
+    let plot = std::fs::read_to_string(out.join("ladder-hours.svg")).unwrap();
+    assert!(plot.contains(&legend("rate")) && plot.contains(&legend("before")), "both curves are named");
     std::fs::write(&hours, "hours,player\n1,uniform@8\n").unwrap();
     let error = refused(&["eval", "standings", "--run", out_arg, "--ladder", table_arg, "--hours", hours_arg]);
     assert!(error.contains("\"uniform@8\" played no rung"), "{error}");

@@ -44,7 +44,7 @@ pub use config::{ConfigError, ModelConfig, TrainConfig};
 #[cfg(feature = "torch")]
 pub use device::{DeviceError, parse_device};
 #[cfg(feature = "torch")]
-pub use inference::InferenceNet;
+pub use inference::{InferenceNet, LegalPrediction, Precision, PrecisionError};
 #[cfg(feature = "torch")]
 pub use model::{BatchPrediction, Heads, Network, Prediction};
 #[cfg(feature = "torch")]

@@ -41,7 +41,7 @@ use xiangqi::{Move, Position};
 pub use xqz_mcts::Evaluation;
 
 use crate::encoding::{self, History, INPUT_SIZE};
-use crate::inference::InferenceNet;
+use crate::inference::{InferenceNet, Precision};
 use crate::model::Network;
 use crate::policy;
 
@@ -59,11 +59,19 @@ pub struct ServiceConfig {
     /// per libtorch thread on the CPU, one on CUDA). On the CPU they share libtorch's threads
     /// ([`tch::get_num_threads`] when the service starts) between them.
     pub threads: usize,
+    /// The number format of the convolutions ([`Precision`]).
+    pub precision: Precision,
 }
 
 impl Default for ServiceConfig {
     fn default() -> ServiceConfig {
-        ServiceConfig { max_batch: 256, max_wait: Duration::from_millis(2), cache_entries: 1 << 16, threads: 0 }
+        ServiceConfig {
+            max_batch: 256,
+            max_wait: Duration::from_millis(2),
+            cache_entries: 1 << 16,
+            threads: 0,
+            precision: Precision::F32,
+        }
     }
 }
 
@@ -385,8 +393,10 @@ struct Batch {
 
 /// One inference thread's loop: forms a batch while it holds the queue, then runs it.
 fn serve(pool: &Pool, shared: &Shared) {
-    let graph_of =
-        |model: &Option<(u64, Network)>| model.as_ref().map(|(generation, net)| (*generation, InferenceNet::new(net)));
+    let precision = pool.config.precision;
+    let graph_of = |model: &Option<(u64, Network)>| {
+        model.as_ref().map(|(generation, net)| (*generation, InferenceNet::with_precision(net, precision)))
+    };
     let Some((mut generation, mut graph)) = graph_of(&pool.model.lock().unwrap_or_else(|e| e.into_inner())) else {
         return;
     };

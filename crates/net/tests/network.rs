@@ -10,7 +10,9 @@ use xqz_net::bench::sample_positions;
 use xqz_net::checkpoint::{self, CheckpointError, CheckpointInfo};
 use xqz_net::encoding::{self, INPUT_SIZE};
 use xqz_net::policy::{self, POLICY_SIZE};
-use xqz_net::{Device, DeviceBatch, InferenceNet, ModelConfig, Network, StepLosses, TrainBatch, TrainConfig, Trainer};
+use xqz_net::{
+    Device, DeviceBatch, InferenceNet, ModelConfig, Network, Precision, StepLosses, TrainBatch, TrainConfig, Trainer,
+};
 
 fn tiny() -> ModelConfig {
     ModelConfig::builtin("tiny").unwrap()
@@ -193,6 +195,12 @@ fn the_inference_graph_gives_the_training_graphs_outputs() {
     }
     let wdl: Vec<f32> = legal_only.wdl.iter().flatten().copied().collect();
     assert!(close(&expected.wdl, &wdl));
+    // In bfloat16 (8 bits of mantissa) the answers are near single precision's, not equal.
+    let half = InferenceNet::with_precision(net, Precision::Bf16).predict_batch(&data.inputs).unwrap();
+    let near = |a: &[f32], b: &[f32], tolerance: f32| a.iter().zip(b).all(|(x, y)| (x - y).abs() < tolerance);
+    assert!(near(&expected.policy_logits, &half.policy_logits, 0.1), "bf16 policy logits far off");
+    assert!(near(&expected.wdl, &half.wdl, 0.02), "{:?} vs {:?}", expected.wdl, half.wdl);
+    assert_ne!(expected.policy_logits, half.policy_logits, "bf16 rounds");
 }
 
 fn outputs(net: &Network, data: &Data) -> (Vec<f32>, Vec<f32>) {

@@ -43,7 +43,13 @@ fn each_caller_gets_its_own_answer_under_concurrency() {
     // Two inference threads, each with its own batches.
     let service = InferenceService::spawn(
         net,
-        ServiceConfig { max_batch: 16, max_wait: Duration::from_millis(5), cache_entries: 0, threads: 2 },
+        ServiceConfig {
+            max_batch: 16,
+            max_wait: Duration::from_millis(5),
+            cache_entries: 0,
+            threads: 2,
+            ..ServiceConfig::default()
+        },
     );
     let callers: Vec<_> = (0..24)
         .map(|c| {
@@ -77,7 +83,13 @@ fn each_caller_gets_its_own_answer_under_concurrency() {
 fn a_lone_caller_does_not_wait_for_a_batch_that_cannot_fill() {
     let service = InferenceService::spawn(
         tiny_net(2),
-        ServiceConfig { max_batch: 256, max_wait: Duration::from_secs(60), cache_entries: 0, threads: 1 },
+        ServiceConfig {
+            max_batch: 256,
+            max_wait: Duration::from_secs(60),
+            cache_entries: 0,
+            threads: 1,
+            ..ServiceConfig::default()
+        },
     );
     let client = service.client();
     let (pos, history) = &sample_positions(1, 3)[0];
@@ -105,7 +117,13 @@ fn a_lone_caller_does_not_wait_for_a_batch_that_cannot_fill() {
 fn shutdown_answers_queued_requests_then_refuses() {
     let service = InferenceService::spawn(
         tiny_net(3),
-        ServiceConfig { max_batch: 8, max_wait: Duration::from_secs(10), cache_entries: 0, threads: 2 },
+        ServiceConfig {
+            max_batch: 8,
+            max_wait: Duration::from_secs(10),
+            cache_entries: 0,
+            threads: 2,
+            ..ServiceConfig::default()
+        },
     );
     let client = service.client();
     let idle = service.client();
