@@ -217,7 +217,8 @@ pub fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
 
     let config = ModelConfig::resolve(&args.model)?;
     let device = args.device.resolve()?;
-    let precision = args.device.precision_or(SELF_PLAY_PRECISION).on(device);
+    let service = args.device.service(SELF_PLAY_PRECISION);
+    let precision = service.precision.on(device);
     args.play.validate()?;
     let play = args.play.self_play_config(args.threads, args.games_per_thread, 0);
     args.output.context(|| {
@@ -235,8 +236,7 @@ pub fn bench_selfplay(args: &SelfPlayBenchArgs) -> Result<()> {
             play.search.mate_moves
         )
     });
-    let service =
-        InferenceService::spawn(Network::new(&config, device), ServiceConfig { precision, ..ServiceConfig::default() });
+    let service = InferenceService::spawn(Network::new(&config, device), service);
     let dir = tempfile::tempdir()?;
     let run = LocalSelfPlay { games: args.games, model_version: 0, worker_id: "bench".into() };
     let (process_before, inference_before, _) = cpu_split()?;

@@ -212,8 +212,11 @@ impl Prepared {
                 "{spec:?} is neither a checkpoint file, shipped, material, uniform, rung:NAME, fairy-stockfish:PATH, sjaakii:PATH nor uci:COMMAND"
             );
         }
+        let device = args.play.device.resolve()?;
+        // Resolved here, so that the records name the format that played (`auto` is none).
+        let precision = precision.on(device);
         let config = ServiceConfig { precision, ..ServiceConfig::default() };
-        let (service, meta) = crate::model::serve(path, args.play.device.resolve()?, config)?;
+        let (service, meta) = crate::model::serve(path, device, config)?;
         let name = path.file_stem().map_or_else(|| body.to_string(), |s| s.to_string_lossy().into_owned());
         Ok(Prepared::Net { name, service, playouts, steps: meta.info.training_steps, precision })
     }

@@ -148,6 +148,12 @@ fn a_network_plays_itself_in_another_precision_under_its_own_name() {
     for batch in read_table(&out) {
         check_games(&batch, 40, Ruleset::Chinese2011);
     }
+    // `auto` is named in the records by the format it resolved to on this CPU.
+    let mut args = vec!["eval", "match", "--a", model, "--b", "material", "--a-precision", "auto"];
+    args.extend(["--pairs", "1", "--playouts", "8", "--max-plies", "40", "--json", "--out", out.to_str().unwrap()]);
+    let result: serde_json::Value = serde_json::from_slice(&xqz(&args).stdout).unwrap();
+    let named = result["a"].as_str().unwrap();
+    assert!(named == model || named == format!("{model} bf16"), "{result}");
     let error = refused(&["eval", "match", "--a", model, "--b", "material", "--a-precision", "fp8"]);
     assert!(error.contains("expected f32, bf16 or auto"), "{error}");
 }
