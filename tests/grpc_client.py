@@ -14,6 +14,7 @@ import importlib
 import os
 import sys
 import tempfile
+import time
 
 import grpc
 from grpc_tools import protoc
@@ -130,6 +131,7 @@ def main():
             stats = stub.GetStats(pb.GetStatsRequest(), metadata=auth, timeout=10)
             assert stats.games == before.games + 1, stats
             matches(pb, stub, auth, worker)
+            leases(pb, stub, auth, worker)
     print("ok")
 
 
@@ -176,6 +178,43 @@ def matches(pb, stub, auth, worker):
     assert not stub.SubmitPair(pair("draw"), metadata=auth, timeout=10).counted
     jobs = stub.ListMatches(pb.ListMatchesRequest(), metadata=auth, timeout=10).jobs
     assert [j.id for j in jobs] == [job.id] and jobs[0].draws == 2, jobs
+
+
+def leases(pb, stub, auth, worker):
+    """A pair counts only from the worker it was handed to, while its lease holds. The coordinator
+    runs with --alive-seconds 2: a worker silent for longer loses its pairs to whoever asks next."""
+    spec = pb.MatchSpec(a=pb.MatchPlayer(builtin="material", playouts=8),
+                        b=pb.MatchPlayer(builtin="uniform", playouts=8), pairs=2, random_plies=0, max_plies=2)
+    job = stub.SubmitMatch(pb.SubmitMatchRequest(spec=spec), metadata=auth, timeout=10)
+    other = stub.Register(pb.RegisterRequest(name="py2"), metadata=auth, timeout=10).worker_id
+    played = pb.PlayedGame(moves=[move_code("h2e2"), move_code("h9g7")], result="draw")
+
+    def submit(who, pair):
+        request = pb.SubmitPairRequest(worker_id=who, match_id=job.id, pair=pair, games=[played, played])
+        return stub.SubmitPair(request, metadata=auth, timeout=10)
+
+    def refused(who, pair, words):
+        try:
+            submit(who, pair)
+            raise AssertionError(f"pair {pair} from {who} was counted")
+        except grpc.RpcError as err:
+            assert err.code() == grpc.StatusCode.FAILED_PRECONDITION, err
+            assert all(w in err.details() for w in words), err.details()
+        listed = [j for j in stub.ListMatches(pb.ListMatchesRequest(), metadata=auth, timeout=10).jobs
+                  if j.id == job.id]
+        assert listed[0].draws == 0 and list(listed[0].pentanomial) == [0] * 5, listed
+
+    refused(worker, 1, ["pair 1", "never handed out"])
+    taken = stub.TakePair(pb.TakePairRequest(worker_id=worker), metadata=auth, timeout=10)
+    assert (taken.pair.match_id, taken.pair.pair) == (job.id, 0), taken
+    refused(other, 0, ["pair 0", "leased to another worker"])
+    # The holder falls silent: its lease passes to the next worker that asks, and ends for it.
+    time.sleep(2.5)
+    taken = stub.TakePair(pb.TakePairRequest(worker_id=other), metadata=auth, timeout=10)
+    assert (taken.pair.match_id, taken.pair.pair) == (job.id, 0), taken
+    refused(worker, 0, ["pair 0", "leased to another worker"])
+    answer = submit(other, 0)
+    assert answer.counted and answer.job.draws == 2 and answer.job.pairs_in_flight == 0, answer
 
 
 if __name__ == "__main__":

@@ -19,7 +19,16 @@ fn python_grpcio_client_is_served_over_tls_and_refused_in_plaintext() {
     let (_coordinator, addr) = start_listening(
         Command::new(env!("CARGO_BIN_EXE_xqz"))
             .args(["coordinator", "--listen", "127.0.0.1:0", "--token", "py-token", "--max-plies", "2"])
-            .args(["--data", &path("data"), "--tls-cert", &path("server.pem"), "--tls-key", &path("server.key")]),
+            .args([
+                "--alive-seconds",
+                "2",
+                "--data",
+                &path("data"),
+                "--tls-cert",
+                &path("server.pem"),
+                "--tls-key",
+                &path("server.key"),
+            ]),
     );
     grpc_client(&[addr.as_str(), "py-token", &path("ca.pem")]);
 }
@@ -37,7 +46,8 @@ fn grpc_client(args: &[&str]) {
 fn python_grpcio_client_is_served() {
     let data = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_xqz"))
-        .args(["coordinator", "--listen", "127.0.0.1:0", "--token", "py-token", "--max-plies", "2", "--data"])
+        .args(["coordinator", "--listen", "127.0.0.1:0", "--token", "py-token", "--max-plies", "2"])
+        .args(["--alive-seconds", "2", "--data"])
         .arg(data.path())
         .stdout(Stdio::piped())
         .spawn()

@@ -114,7 +114,12 @@ impl CoordinatorService {
         let (spec, wanted) = {
             let board = lock(&state.matches);
             let spec = board.spec(id).cloned().ok_or_else(|| Status::not_found(format!("no match {id}")))?;
-            (spec, board.wants(id, pair))
+            let wanted = board.wants(id, pair);
+            // Before the replay: a pair nobody leased to this worker costs no work.
+            if wanted {
+                board.check_lease(id, pair, &request.worker_id).map_err(count_status)?;
+            }
+            (spec, wanted)
         };
         let answer = |counted: bool| {
             let job = lock(&state.matches).get(id);
@@ -123,6 +128,7 @@ impl CoordinatorService {
         if !wanted {
             return Ok(answer(false));
         }
+        let worker = request.worker_id.clone();
         let games = pair_from_wire(&request.games).map_err(|e| Status::invalid_argument(e.to_string()))?;
         let board = state.clone();
         let counted = tokio::task::spawn_blocking(move || {
@@ -139,10 +145,8 @@ impl CoordinatorService {
                     )));
                 }
             }
-            lock(&board.matches).count(id, pair, checked).map_err(|e| match e {
-                CountError::NoJob(_) => Status::not_found(e.to_string()),
-                e => internal("counting the pair", e),
-            })
+            // The lease is checked again under the lock: it may have passed on during the replay.
+            lock(&board.matches).count(id, pair, &worker, checked).map_err(count_status)
         })
         .await
         .map_err(|e| internal("match task", e))??;
@@ -150,6 +154,15 @@ impl CoordinatorService {
             release_gate(&state, model, passed);
         }
         Ok(answer(counted.counted))
+    }
+}
+
+/// The status of a pair that was not counted.
+fn count_status(e: CountError) -> Status {
+    match e {
+        CountError::NoJob(_) => Status::not_found(e.to_string()),
+        CountError::NotLeased { .. } => Status::failed_precondition(e.to_string()),
+        e => internal("counting the pair", e),
     }
 }
 

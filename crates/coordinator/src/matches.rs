@@ -7,11 +7,14 @@
 //! rebuilt from that table at start-up, so that a restart loses no counted pair and counts none
 //! twice, and `xqz eval results` / `xqz eval ladder` read the games as they read any match's.
 //!
-//! Pairs are handed out lowest first; a pair counts once, from whoever hands it in first (after
-//! [`replay_pair`](xqz_arena::job::replay_pair) checked it). A pair whose worker fell silent is
-//! handed out again; one handed out [`MAX_HANDED`] times without a result fails its job. Leases
-//! live in memory: after a restart the pairs in flight are handed out again, and the first copy
-//! to arrive counts.
+//! Pairs are handed out lowest first, each under a lease to the worker it was handed to; a pair
+//! counts once, and only from the worker that holds its lease (after
+//! [`replay_pair`](xqz_arena::job::replay_pair) checked it): a pair never handed out, or handed to
+//! another worker, is refused and changes nothing, so that a worker cannot decide a match with
+//! games nobody asked it for. A pair whose worker fell silent is handed out again (its lease
+//! passes to the new worker); one handed out [`MAX_HANDED`] times without a result fails its job.
+//! Leases live in memory: after a restart the pairs in flight are handed out again, and a pair
+//! played under a lease from before the restart is refused.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -29,7 +32,7 @@ use crate::error::CoordinatorError;
 use crate::registry::write_atomic;
 
 /// The jobs file in the data folder.
-pub const MATCHES_FILE: &str = "matches.json";
+const MATCHES_FILE: &str = xqz_run_folder::CoordinatorFolder::MATCHES;
 /// Times a pair is handed out without a result before its job fails: a pair that makes every
 /// worker fail (an engine that crashes on its opening) must not go round for ever.
 pub(crate) const MAX_HANDED: u32 = 5;
@@ -344,6 +347,16 @@ pub(crate) enum CountError {
         /// Why.
         source: xqz_arena::records::RecordsError,
     },
+    /// The pair is not leased to the worker that hands it in.
+    #[error("match {id}, pair {pair}: {reason}")]
+    NotLeased {
+        /// The job.
+        id: u64,
+        /// The pair.
+        pair: u32,
+        /// Whose lease it is, if anyone's.
+        reason: String,
+    },
     /// The jobs file could not be written.
     #[error(transparent)]
     Store(#[from] CoordinatorError),
@@ -488,16 +501,34 @@ impl Board {
         self.job(id).is_some_and(|j| j.wants(pair))
     }
 
-    /// Counts pair `pair` of job `id` (checked games, the first player as Red first) unless it
-    /// was counted before or its job has ended: writes both games to the match table, then
-    /// updates the counts and, where the test decided or the pairs ran out, the job's state.
-    /// A job's counts stop where it ended, so a pair in flight at a decision changes nothing.
-    pub fn count(&mut self, id: u64, pair: u32, games: [MatchGame; 2]) -> Result<Counted, CountError> {
+    /// Refuses pair `pair` of job `id` from `worker` unless `worker` holds its lease, naming whose
+    /// lease it is.
+    pub fn check_lease(&self, id: u64, pair: u32, worker: &str) -> Result<(), CountError> {
+        let job = self.job(id).ok_or(CountError::NoJob(id))?;
+        let reason = match job.leases.get(&pair) {
+            Some(lease) if lease.worker == worker => return Ok(()),
+            Some(_) => format!("leased to another worker, not to {worker}"),
+            None if job.handed.contains_key(&pair) => {
+                format!("{worker} holds no lease on it (its lease ended: given back, or lost in a restart)")
+            }
+            None => format!("never handed out, so {worker} holds no lease on it"),
+        };
+        Err(CountError::NotLeased { id, pair, reason })
+    }
+
+    /// Counts pair `pair` of job `id` from `worker` (checked games, the first player as Red
+    /// first) unless it was counted before or its job has ended: writes both games to the match
+    /// table, then updates the counts and, where the test decided or the pairs ran out, the job's
+    /// state. A job's counts stop where it ended, so a pair in flight at a decision changes
+    /// nothing. A pair still wanted but not leased to `worker` is refused.
+    pub fn count(&mut self, id: u64, pair: u32, worker: &str, games: [MatchGame; 2]) -> Result<Counted, CountError> {
         let data_dir = self.data_dir.clone();
-        let job = self.job_mut(id).ok_or(CountError::NoJob(id))?;
-        if !job.wants(pair) {
+        if !self.wants(id, pair) {
+            self.job(id).ok_or(CountError::NoJob(id))?;
             return Ok(Counted { counted: false, gate: None });
         }
+        self.check_lease(id, pair, worker)?;
+        let job = self.job_mut(id).ok_or(CountError::NoJob(id))?;
         if job.log.is_none() {
             let (a, b) = (job.stored.spec.a.name(), job.stored.spec.b.name());
             let log = MatchLog::open_as(&data_dir, &job.match_id(), &a, &b, (None, None))
@@ -623,8 +654,11 @@ mod tests {
         assert_eq!(take(&mut board, "w2", &w1_gone), None, "every pair is out");
 
         let games = play(&spec(3), 0);
-        assert!(board.count(1, 0, games.clone()).unwrap().counted);
-        assert!(!board.count(1, 0, games.clone()).unwrap().counted, "a second copy counts nothing");
+        // Pair 0 passed from w1, silent, to w3: only w3's copy counts.
+        let refused = board.count(1, 0, "w1", games.clone()).unwrap_err().to_string();
+        assert!(refused.contains("leased to another worker, not to w1"), "{refused}");
+        assert!(board.count(1, 0, "w3", games.clone()).unwrap().counted);
+        assert!(!board.count(1, 0, "w3", games.clone()).unwrap().counted, "a second copy counts nothing");
         let before = board.get(1).unwrap();
         assert_eq!(before.wins + before.draws + before.losses, 2);
         drop(board);
@@ -632,10 +666,13 @@ mod tests {
         // A restart rebuilds the counts from the match table and keeps the job running.
         let mut board = Board::open(dir.path()).unwrap();
         assert_eq!(board.get(1).unwrap().pentanomial, before.pentanomial);
-        assert!(!board.count(1, 0, games).unwrap().counted, "counted before the restart");
+        assert!(!board.count(1, 0, "w3", games).unwrap().counted, "counted before the restart");
+        let lost = board.count(1, 2, "w2", play(&spec(3), 2)).unwrap_err().to_string();
+        assert!(lost.contains("w2 holds no lease on it"), "the leases died with the restart: {lost}");
         assert_eq!(take(&mut board, "w4", &all_alive), Some((1, 1)), "leases are gone, counted pairs stay");
+        assert_eq!(take(&mut board, "w4", &all_alive), Some((1, 2)));
         for pair in 1..3 {
-            board.count(1, pair, play(&spec(3), pair)).unwrap();
+            board.count(1, pair, "w4", play(&spec(3), pair)).unwrap();
         }
         let done = board.get(1).unwrap();
         assert_eq!((done.state, done.pairs_in_flight), (v1::MatchState::Finished as i32, 0));
@@ -653,9 +690,13 @@ mod tests {
         let sprt = Sprt { elo0: 0.0, elo1: 50.0, alpha: 0.2, beta: 0.2, model: EloModel::Logistic };
         let strong = MatchSpec { a: Contestant::Material { playouts: 32 }, sprt: Some(sprt), ..spec(40) };
         board.submit(strong.clone(), Some(7), 1).unwrap();
+        let never = board.count(1, 0, "w", play(&strong, 0)).unwrap_err().to_string();
+        assert!(never.contains("pair 0: never handed out"), "{never}");
+        assert_eq!(board.get(1).unwrap().pentanomial, [0; 5], "a refused pair changes nothing");
         let mut gate = None;
         for pair in 0..40 {
-            let counted = board.count(1, pair, play(&strong, pair)).unwrap();
+            assert_eq!(board.take("w", &[], &|_| true).unwrap().assignment.map(|a| a.pair), Some(pair));
+            let counted = board.count(1, pair, "w", play(&strong, pair)).unwrap();
             if counted.gate.is_some() {
                 gate = counted.gate;
                 break;
@@ -669,7 +710,7 @@ mod tests {
             "a decided job hands out nothing"
         );
         let late = board.get(1).unwrap();
-        let counted = board.count(1, 39, play(&strong, 39)).unwrap();
+        let counted = board.count(1, 39, "w", play(&strong, 39)).unwrap();
         assert!(!counted.counted && counted.gate.is_none(), "a pair in flight at the decision counts nothing");
         assert_eq!(board.get(1).unwrap(), late);
         assert!(read_games(dir.path()).unwrap().iter().all(|r| r.pair != 39));

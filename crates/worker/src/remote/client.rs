@@ -45,8 +45,11 @@ pub(super) enum Failure {
 
 pub(super) fn classify(code: Code) -> Failure {
     match code {
-        // AlreadyExists: the batch's key was bound to other games; resending cannot change that.
-        Code::InvalidArgument | Code::ResourceExhausted | Code::AlreadyExists => Failure::Rejected,
+        // AlreadyExists: the batch's key was bound to other games; FailedPrecondition: a match
+        // pair whose lease this worker does not hold. Resending cannot change either.
+        Code::InvalidArgument | Code::ResourceExhausted | Code::AlreadyExists | Code::FailedPrecondition => {
+            Failure::Rejected
+        }
         Code::Unauthenticated | Code::PermissionDenied | Code::Unimplemented => Failure::Fatal,
         _ => Failure::Transient,
     }
@@ -82,7 +85,7 @@ mod tests {
         for code in [Code::Unavailable, Code::DeadlineExceeded, Code::Internal, Code::Unknown, Code::Aborted] {
             assert_eq!(classify(code), Failure::Transient, "{code:?}");
         }
-        for code in [Code::InvalidArgument, Code::ResourceExhausted, Code::AlreadyExists] {
+        for code in [Code::InvalidArgument, Code::ResourceExhausted, Code::AlreadyExists, Code::FailedPrecondition] {
             assert_eq!(classify(code), Failure::Rejected, "{code:?}");
         }
         for code in [Code::Unauthenticated, Code::PermissionDenied, Code::Unimplemented] {
