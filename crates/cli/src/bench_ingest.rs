@@ -16,6 +16,7 @@ use xqz_dataset::{Dataset, DatasetLocation, GameId};
 use xqz_mcts::PlaySettings;
 use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{GameSubmission, RegisterRequest, SubmitGamesRequest};
+use xqz_run_folder::CoordinatorFolder;
 
 use crate::roles::{Role, RoleOutput, spawn_coordinator};
 
@@ -323,7 +324,9 @@ pub fn run(args: &IngestArgs) -> Result<()> {
     // The stored dataset as a reader finds it: the coordinator merges the shards of its commits.
     let location = match (&args.dataset, &started) {
         (Some(location), _) => Some(location.clone()),
-        (None, Some(s)) => s.data.as_ref().map(|d| DatasetLocation::Local(d.path().join("dataset"))),
+        (None, Some(s)) => {
+            s.data.as_ref().map(|d| DatasetLocation::Local(CoordinatorFolder::new(d.path()).dataset_dir()))
+        }
         (None, None) => None,
     };
     let measured = Measured {

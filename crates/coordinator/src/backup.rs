@@ -6,7 +6,9 @@
 //!
 //! The backup holds flat names: `v<N>.safetensors` and `v<N>.json` (as in `models/`),
 //! `registry.json`, `settings.json` and `worker-ids.key`. The registry is copied after the
-//! models it lists, so a backup's registry always names complete files.
+//! models it lists, so a backup's registry always names complete files. A light state
+//! (`xqz state light`) has this layout with the weights of the latest model alone: the others'
+//! are not restored, and a download of one is answered NOT_FOUND.
 //!
 //! Where the dataset lives outside the data folder (and so outlives it), the two generations of
 //! the idempotency log (`idempotency.log.1`, `idempotency.log`) are copied too. The log is
@@ -20,12 +22,42 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use xqz_dataset::DatasetLocation;
+use xqz_run_folder::CoordinatorFolder;
 
 use crate::error::{CoordinatorError, IoAt};
-use crate::registry::{self, REGISTRY_FILE, write_atomic};
-use crate::settings::SETTINGS_FILE;
-use crate::store::{KEY_LOG, OLD_KEY_LOG};
-use crate::worker_ids::{self, KEY_FILE};
+use crate::registry::{self, write_atomic};
+use crate::worker_ids;
+
+const REGISTRY_FILE: &str = CoordinatorFolder::REGISTRY;
+const SETTINGS_FILE: &str = CoordinatorFolder::SETTINGS;
+const KEY_FILE: &str = CoordinatorFolder::WORKER_ID_KEY;
+const KEY_LOG: &str = CoordinatorFolder::KEY_LOG;
+const OLD_KEY_LOG: &str = CoordinatorFolder::OLD_KEY_LOG;
+
+/// The coordinator's part of a light state of the stopped coordinator whose data folder is
+/// `data`, as (name, contents) in the order to store them: every model's metadata, the latest
+/// model's weights, the registry, the settings history. The worker-id key and the idempotency
+/// log stay behind (a light state may be committed to a repository; its workers register anew).
+pub fn light_state_files(data: &Path) -> Result<Vec<(String, Vec<u8>)>, CoordinatorError> {
+    let models = CoordinatorFolder::new(data).models_dir();
+    let read = |path: &Path| std::fs::read(path).at(path);
+    let mut files = Vec::new();
+    let registry_path = models.join(REGISTRY_FILE);
+    if registry_path.exists() {
+        let listing = read(&registry_path)?;
+        let listed = registry::listed_files(&listing)
+            .map_err(|message| CoordinatorError::Corrupt { path: registry_path.clone(), message })?;
+        for (i, (weights, metadata)) in listed.iter().enumerate() {
+            files.push((metadata.clone(), read(&models.join(metadata))?));
+            if i + 1 == listed.len() {
+                files.push((weights.clone(), read(&models.join(weights))?));
+            }
+        }
+        files.push((REGISTRY_FILE.to_string(), listing));
+    }
+    files.push((SETTINGS_FILE.to_string(), read(&data.join(SETTINGS_FILE))?));
+    Ok(files)
+}
 
 /// What [`Backup::restore`] copied into the data folder.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -66,7 +98,7 @@ impl Backup {
     ) -> Result<(Backup, Restored), CoordinatorError> {
         let get = |name: &str| location.get_file(name).map_err(failed(&location));
         let mut restored = Restored::default();
-        let models = data.join("models");
+        let models = CoordinatorFolder::new(data).models_dir();
         let mut backed_up = 0;
         if let Some(listing) = get(REGISTRY_FILE)? {
             let listed = registry::listed_files(&listing).map_err(|message| CoordinatorError::Backup {
@@ -76,13 +108,20 @@ impl Backup {
             backed_up = listed.len() as u64;
             if !models.join(REGISTRY_FILE).exists() {
                 std::fs::create_dir_all(&models).at(&models)?;
-                for (weights, metadata) in &listed {
-                    for name in [weights, metadata] {
-                        let bytes = get(name)?.ok_or_else(|| CoordinatorError::Backup {
-                            location: location.to_string(),
-                            message: format!("{REGISTRY_FILE} lists {name}, which is missing"),
-                        })?;
-                        write_atomic(&models.join(name), &bytes)?;
+                for (i, (weights, metadata)) in listed.iter().enumerate() {
+                    // A light state keeps every model's metadata, but the latest model's weights alone.
+                    let latest = i + 1 == listed.len();
+                    for name in [metadata, weights] {
+                        match get(name)? {
+                            Some(bytes) => write_atomic(&models.join(name), &bytes)?,
+                            None if name == weights && !latest => {}
+                            None => {
+                                return Err(CoordinatorError::Backup {
+                                    location: location.to_string(),
+                                    message: format!("{REGISTRY_FILE} lists {name}, which is missing"),
+                                });
+                            }
+                        }
                     }
                 }
                 write_atomic(&models.join(REGISTRY_FILE), &listing)?;
@@ -120,7 +159,7 @@ impl Backup {
     pub fn copy(&self) -> Result<(), CoordinatorError> {
         let mut backed_up = self.backed_up.lock().unwrap_or_else(|e| e.into_inner());
         let data = &self.data;
-        let models = data.join("models");
+        let models = CoordinatorFolder::new(data).models_dir();
         let read = |path: &Path| std::fs::read(path).at(path);
         let listing = match std::fs::read(models.join(REGISTRY_FILE)) {
             Ok(bytes) => Some(bytes),

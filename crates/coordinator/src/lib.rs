@@ -41,14 +41,15 @@ use tonic::{Request, Status};
 use xqz_dataset::DatasetLocation;
 use xqz_mcts::{OpeningSuite, PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_server::CoordinatorServer;
+use xqz_run_folder::CoordinatorFolder;
 
-pub use backup::Restored;
+pub use backup::{Restored, light_state_files};
 pub use error::CoordinatorError;
-pub use matches::{Evaluation, MATCHES_FILE, match_id};
+pub use matches::{Evaluation, match_id};
 pub use service::CoordinatorService;
-pub use settings::{SETTINGS_FILE, SettingsHistory};
+pub use settings::SettingsHistory;
 pub use validate::{Against, check_request, validate_games};
-pub use worker_ids::{KEY_FILE as WORKER_ID_KEY_FILE, WorkerIds};
+pub use worker_ids::WorkerIds;
 
 use crate::backup::Backup;
 use crate::error::IoAt;
@@ -261,7 +262,8 @@ type Opened = (SettingsHistory, Store, Registry, WorkerIds, Option<Backup>, Boar
 /// Opens the data folder of `config` (creating it), on a blocking thread.
 fn open_data(config: &CoordinatorConfig) -> Result<Opened, CoordinatorError> {
     let data = &config.data_dir;
-    let dataset = config.dataset.clone().unwrap_or_else(|| DatasetLocation::Local(data.join("dataset")));
+    let folder = CoordinatorFolder::new(data);
+    let dataset = config.dataset.clone().unwrap_or_else(|| DatasetLocation::Local(folder.dataset_dir()));
     // The idempotency log is worth keeping only with games that outlive the data folder.
     let key_logs = match &dataset {
         DatasetLocation::Local(path) => !path.starts_with(data),
@@ -285,9 +287,9 @@ fn open_data(config: &CoordinatorConfig) -> Result<Opened, CoordinatorError> {
         }
         None => None,
     };
-    let registry = Registry::open(&data.join("models"))?;
+    let registry = Registry::open(&folder.models_dir())?;
     let history = SettingsHistory::open(data, &config.settings, config.schedule, registry.latest_version())?;
-    let ids = WorkerIds::open(data).at(data.join(worker_ids::KEY_FILE))?;
+    let ids = WorkerIds::open(data).at(folder.worker_id_key())?;
     // A backup that cannot be written stops the start, not a later publication.
     if let Some(backup) = &backup {
         backup.copy()?;

@@ -18,7 +18,7 @@ use xqz_proto::v1::ModelAnnouncement;
 use crate::error::{CoordinatorError, IoAt};
 
 /// The registry listing the published models, in `models/`.
-pub(crate) const REGISTRY_FILE: &str = "registry.json";
+const REGISTRY_FILE: &str = xqz_run_folder::CoordinatorFolder::REGISTRY;
 
 /// One published model as `registry.json` lists it.
 #[derive(Clone, Debug, Serialize, Deserialize)]

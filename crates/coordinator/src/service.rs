@@ -508,9 +508,14 @@ impl Coordinator for CoordinatorService {
             return Err(Status::out_of_range(format!("offset {offset} is past the {total} bytes of model {version}")));
         }
         let path = self.state.registry.weights_path(version);
-        let mut file = tokio::fs::File::open(&path)
-            .await
-            .map_err(|e| Status::internal(format!("model {version} weights: {e}")))?;
+        let mut file = tokio::fs::File::open(&path).await.map_err(|e| match e.kind() {
+            // A run resumed from a light state keeps the latest model's weights alone.
+            std::io::ErrorKind::NotFound => Status::not_found(format!(
+                "model {version}'s weights are not kept here (a run resumed from a light state keeps the latest \
+                 model's alone)"
+            )),
+            _ => Status::internal(format!("model {version} weights: {e}")),
+        })?;
         file.seek(std::io::SeekFrom::Start(offset))
             .await
             .map_err(|e| Status::internal(format!("model {version} weights: {e}")))?;

@@ -17,7 +17,7 @@ use crate::error::CoordinatorError;
 use crate::registry::write_atomic;
 
 /// The history file's name in the data folder.
-pub const SETTINGS_FILE: &str = "settings.json";
+const SETTINGS_FILE: &str = xqz_run_folder::CoordinatorFolder::SETTINGS;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct Version {

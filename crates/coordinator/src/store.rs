@@ -17,12 +17,14 @@ use xqz_dataset::{
     Compaction, Dataset, DatasetLocation, DatasetWriter, GameId, GameRecord, SampleRecord, ShardEntry, WriterConfig,
 };
 
+use xqz_run_folder::CoordinatorFolder;
+
 use crate::error::{CoordinatorError, IoAt};
 
 /// The idempotency log, in the data folder.
-pub(crate) const KEY_LOG: &str = "idempotency.log";
+const KEY_LOG: &str = CoordinatorFolder::KEY_LOG;
 /// The previous generation of the idempotency log.
-pub(crate) const OLD_KEY_LOG: &str = "idempotency.log.1";
+const OLD_KEY_LOG: &str = CoordinatorFolder::OLD_KEY_LOG;
 
 /// How many of the latest stored games the store keeps in memory, for the dashboard.
 pub(crate) const RECENT_GAMES: usize = 100;

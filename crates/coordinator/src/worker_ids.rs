@@ -22,7 +22,7 @@ use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
 /// The key file, in the coordinator's data folder.
-pub const KEY_FILE: &str = "worker-ids.key";
+const KEY_FILE: &str = xqz_run_folder::CoordinatorFolder::WORKER_ID_KEY;
 
 /// Bytes of the key.
 const KEY_BYTES: usize = 32;

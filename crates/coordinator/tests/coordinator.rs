@@ -37,7 +37,7 @@ const KEY: [u8; 32] = [7; 32];
 /// `data`, with the worker-id key [`KEY`] put in it before a coordinator opens it.
 fn keyed(data: &Path) -> &Path {
     std::fs::create_dir_all(data).unwrap();
-    std::fs::write(data.join(xqz_coordinator::WORKER_ID_KEY_FILE), KEY).unwrap();
+    std::fs::write(xqz_run_folder::CoordinatorFolder::new(data).worker_id_key(), KEY).unwrap();
     data
 }
 

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::atomic::{IoError, write_atomic};
+use crate::state::RunState;
 
 /// A run folder, `runs/<name>/`:
 ///
@@ -16,6 +17,7 @@ use crate::atomic::{IoError, write_atomic};
 /// trainer/              the trainer's folder (see TrainerFolder)
 /// worker-N/             worker N's folder
 /// logs/                 ROLE.log of each role, settings.log, coordinator.ready
+/// state                 the run's state location (`xqz run --state`), when it has one
 /// strength.csv          the strength matches (StrengthRow)
 /// eval/                 their games, with every `xqz eval match --out` of the run
 /// losses.svg, strength.svg, ladder.svg   the plots
@@ -51,17 +53,22 @@ impl RunFolder {
 
     /// The coordinator's data folder.
     pub fn coordinator_dir(&self) -> PathBuf {
-        self.root.join("coordinator")
+        self.coordinator().root().to_path_buf()
+    }
+
+    /// The coordinator's data folder and its files.
+    pub fn coordinator(&self) -> CoordinatorFolder {
+        CoordinatorFolder::new(self.root.join("coordinator"))
     }
 
     /// The games' dataset, inside the coordinator's data folder.
     pub fn dataset_dir(&self) -> PathBuf {
-        self.coordinator_dir().join("dataset")
+        self.coordinator().dataset_dir()
     }
 
     /// The published models (`vN.json`), inside the coordinator's data folder.
     pub fn models_dir(&self) -> PathBuf {
-        self.coordinator_dir().join("models")
+        self.coordinator().models_dir()
     }
 
     /// The trainer's folder.
@@ -119,6 +126,25 @@ impl RunFolder {
         self.root.join("ladder-hours.svg")
     }
 
+    /// The file naming the run's state location.
+    pub fn state_file(&self) -> PathBuf {
+        self.root.join("state")
+    }
+
+    /// The run's state location, if it keeps one (`None` also for a folder that does not exist).
+    pub fn state(&self) -> Result<Option<RunState>, IoError> {
+        match std::fs::read_to_string(self.state_file()) {
+            Ok(text) => Ok(Some(RunState::new(text.trim()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(IoError::at(&self.state_file())(e)),
+        }
+    }
+
+    /// Notes the run's state location.
+    pub fn set_state(&self, state: &RunState) -> Result<(), IoError> {
+        write_atomic(&self.state_file(), format!("{}\n", state.location()).as_bytes())
+    }
+
     fn started_file(&self) -> PathBuf {
         self.root.join("started_unix")
     }
@@ -136,6 +162,88 @@ impl RunFolder {
     /// not made by `xqz run`, have none.
     pub fn started(&self) -> Option<u64> {
         std::fs::read_to_string(self.started_file()).ok()?.trim().parse().ok()
+    }
+}
+
+/// A coordinator's data folder, the one place that names its files: each module of the
+/// coordinator (store, registry, settings history, worker ids, match board, backup) and whatever
+/// saves or restores a run's state finds them here.
+///
+/// ```text
+/// dataset/              the games' dataset, unless the coordinator keeps it elsewhere (--dataset)
+/// models/               the published models: vN.safetensors, vN.json and registry.json listing them
+/// settings.json         every settings version the coordinator dictated
+/// worker-ids.key        the key that signs worker ids
+/// idempotency.log(.1)   the keys of the requests answered, two generations
+/// matches.json          the match jobs (their games: the match table, games.arrow and games.pgn)
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CoordinatorFolder {
+    root: PathBuf,
+}
+
+impl CoordinatorFolder {
+    /// The registry's name, in `models/` and in a backup.
+    pub const REGISTRY: &str = "registry.json";
+    /// The settings history's name, in the folder and in a backup.
+    pub const SETTINGS: &str = "settings.json";
+    /// The worker-id key's name, in the folder and in a backup.
+    pub const WORKER_ID_KEY: &str = "worker-ids.key";
+    /// The idempotency log's current generation, in the folder and in a backup.
+    pub const KEY_LOG: &str = "idempotency.log";
+    /// The idempotency log's previous generation, in the folder and in a backup.
+    pub const OLD_KEY_LOG: &str = "idempotency.log.1";
+    /// The match jobs' name, in the folder.
+    pub const MATCHES: &str = "matches.json";
+
+    /// The data folder at `root`.
+    pub fn new(root: impl Into<PathBuf>) -> CoordinatorFolder {
+        CoordinatorFolder { root: root.into() }
+    }
+
+    /// The folder itself (where the match table is, too).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The games' dataset, when it is kept in the folder.
+    pub fn dataset_dir(&self) -> PathBuf {
+        self.root.join("dataset")
+    }
+
+    /// The published models.
+    pub fn models_dir(&self) -> PathBuf {
+        self.root.join("models")
+    }
+
+    /// The registry listing the published models.
+    pub fn registry_file(&self) -> PathBuf {
+        self.models_dir().join(Self::REGISTRY)
+    }
+
+    /// The settings history.
+    pub fn settings_file(&self) -> PathBuf {
+        self.root.join(Self::SETTINGS)
+    }
+
+    /// The worker-id key.
+    pub fn worker_id_key(&self) -> PathBuf {
+        self.root.join(Self::WORKER_ID_KEY)
+    }
+
+    /// The idempotency log's current generation.
+    pub fn key_log(&self) -> PathBuf {
+        self.root.join(Self::KEY_LOG)
+    }
+
+    /// The idempotency log's previous generation.
+    pub fn old_key_log(&self) -> PathBuf {
+        self.root.join(Self::OLD_KEY_LOG)
+    }
+
+    /// The match jobs.
+    pub fn matches_file(&self) -> PathBuf {
+        self.root.join(Self::MATCHES)
     }
 }
 

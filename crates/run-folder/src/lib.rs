@@ -25,8 +25,10 @@ mod atomic;
 mod layout;
 mod ready;
 mod rows;
+mod state;
 
 pub use atomic::{IoError, write_atomic, write_atomic_with};
-pub use layout::{RunFolder, TrainerFolder};
+pub use layout::{CoordinatorFolder, RunFolder, TrainerFolder};
 pub use ready::{Ready, ReadyError};
 pub use rows::{Appended, MetricsRow, Row, RowError, RowReader, RowWriter, StrengthRow};
+pub use state::RunState;

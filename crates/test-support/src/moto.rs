@@ -43,6 +43,9 @@ impl Moto {
             }
             if let Some(reply) = moto.request(&format!("PUT /{bucket} HTTP/1.1")) {
                 assert!(reply.starts_with("HTTP/1.1 200"), "creating the bucket {bucket}: {reply}");
+                // moto logs a line per request: unread, the pipe fills and moto stops answering.
+                let mut stderr = moto.child.0.stderr.take().expect("piped stderr");
+                std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
                 return moto;
             }
             assert!(start.elapsed() < Duration::from_secs(60), "moto did not answer on port {port}");
