@@ -35,6 +35,8 @@ mod run_status;
 mod selfplay;
 mod settings;
 mod standings;
+#[cfg(feature = "torch")]
+mod state;
 mod status;
 #[cfg(feature = "torch")]
 mod strength;
@@ -124,6 +126,12 @@ enum Command {
     #[cfg(feature = "torch")]
     /// Train on the coordinator's dataset as it grows and publish new models to it.
     Train(train::TrainArgs),
+    #[cfg(feature = "torch")]
+    /// A run's state: the light state of a stopped run, to resume it anywhere (`xqz run --state`).
+    State {
+        #[command(subcommand)]
+        command: state::StateCommand,
+    },
     /// Evaluate checkpoints: matches against each other or external engines, and ladders.
     Eval {
         #[command(subcommand)]
@@ -213,6 +221,8 @@ fn run(command: Command, given: &ArgMatches) -> Result<ExitCode> {
         #[cfg(feature = "torch")]
         Command::Run(args) => done(pipeline::run(&args, given)),
         #[cfg(feature = "torch")]
+        Command::State { command } => done(state::run(command)),
+        #[cfg(feature = "torch")]
         Command::Uci(args) => done(uci::run(&args)),
         #[cfg(feature = "torch")]
         Command::Export(args) => done(model::export(&args)),
@@ -225,8 +235,19 @@ fn run(command: Command, given: &ArgMatches) -> Result<ExitCode> {
 
 /// The commands of the full build that this build, without libtorch, leaves out.
 #[cfg(not(feature = "torch"))]
-const TORCH_COMMANDS: [&str; 10] =
-    ["selfplay", "worker", "run", "train", "uci", "export", "eval match", "book grow", "bench net", "bench selfplay"];
+const TORCH_COMMANDS: [&str; 11] = [
+    "selfplay",
+    "worker",
+    "run",
+    "train",
+    "state",
+    "uci",
+    "export",
+    "eval match",
+    "book grow",
+    "bench net",
+    "bench selfplay",
+];
 
 /// The error for `command`, a word that names no command of this build: a command of the full
 /// build is named as such, anything else is unknown.

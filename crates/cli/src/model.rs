@@ -86,6 +86,10 @@ pub struct ExportArgs {
     /// The copy's metadata file (`NAME.json`; its weights go to `NAME.safetensors` beside it).
     #[arg(long)]
     out: PathBuf,
+    /// Leave out the heads only training reads (moves-left, soft policy, opponent policy): the
+    /// copy plays the same and is smaller, but cannot be trained on as the same model.
+    #[arg(long)]
+    play_only: bool,
 }
 
 /// Writes the checkpoint's network in half precision, its counters kept, its optimizer left out.
@@ -95,7 +99,10 @@ pub fn export(args: &ExportArgs) -> Result<()> {
         "--out {} must name a .json metadata file",
         args.out.display()
     );
-    let (net, meta) = load(&args.checkpoint, Device::Cpu)?;
+    let (mut net, meta) = load(&args.checkpoint, Device::Cpu)?;
+    if args.play_only {
+        net = net.for_play();
+    }
     let written =
         checkpoint::save_half(&args.out, &net, meta.info).with_context(|| format!("write {}", args.out.display()))?;
     println!(

@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{ArgMatches, Args};
+use xqz_dataset::DatasetLocation;
 use xqz_mcts::{PlaySchedule, PlaySettings};
-use xqz_run_folder::RunFolder;
+use xqz_run_folder::{RunFolder, RunState};
 use xqz_trainer::TrainSettings;
 
 use crate::roles::{RoleOutput, Supervisor, spawn_coordinator};
@@ -63,6 +64,15 @@ pub struct RunArgs {
     /// the file) instead of refusing.
     #[arg(long = "override")]
     override_settings: bool,
+    /// Keep the run's state at this folder or object store prefix (`s3://bucket/prefix`, ...),
+    /// so that the run outlives its machine: the coordinator's dataset lives there, the
+    /// coordinator's and the trainer's backups are kept there as they publish and checkpoint,
+    /// and the run's settings.toml and strength.csv are copied there every minute and at the
+    /// stop. A new run folder given a state location that holds a run resumes that run from it,
+    /// on any machine: the same counters, schedules and settings (docs/TRAINING.md). Noted in the
+    /// run folder, so a later `xqz run --name NAME` keeps it.
+    #[arg(long)]
+    state: Option<String>,
     /// The opening suite that --opening-share of games start from (an EPD file or a book; see
     /// `xqz coordinator --openings`), handed to the coordinator.
     #[arg(long)]
@@ -152,8 +162,85 @@ fn prepare(args: &RunArgs, given: &ArgMatches, run: &RunFolder) -> Result<(Setti
     Ok((settings, device))
 }
 
+/// The run's state location: the one given, or the one the run folder notes (they must agree);
+/// checked as a location. Nothing is written.
+fn state_location(args: &RunArgs, run: &RunFolder) -> Result<Option<RunState>> {
+    let noted = run.state()?;
+    let given = args.state.as_deref().map(RunState::new);
+    let state = match (noted, given) {
+        (Some(noted), Some(given)) if noted != given => anyhow::bail!(
+            "{} keeps its state at {}, not {}: drop --state, or start a run under another --name",
+            run.root().display(),
+            noted.location(),
+            given.location()
+        ),
+        (noted, given) => noted.or(given),
+    };
+    if let Some(state) = &state {
+        for part in [state.coordinator(), state.dataset(), state.trainer(), state.run()] {
+            DatasetLocation::parse(&part).with_context(|| format!("--state {}", state.location()))?;
+        }
+    }
+    Ok(state)
+}
+
+/// Fills a run folder that has no settings yet with the run files its state holds; whether it
+/// did (the run resumes from the state).
+fn restore_run_files(state: &RunState, run: &RunFolder) -> Result<bool> {
+    if run.settings_file().exists() {
+        return Ok(false);
+    }
+    let from = DatasetLocation::parse(&state.run())?;
+    let Some(settings) = from.get_file(RunState::RUN_FILES[0])? else { return Ok(false) };
+    std::fs::create_dir_all(run.root())?;
+    for name in &RunState::RUN_FILES[1..] {
+        if let Some(bytes) = from.get_file(name)? {
+            xqz_run_folder::write_atomic(&run.root().join(name), &bytes)?;
+        }
+    }
+    // The settings last: their presence says the folder was filled.
+    xqz_run_folder::write_atomic(&run.settings_file(), &settings)?;
+    tracing::info!(state = state.location(), "run folder filled from the run's state");
+    Ok(true)
+}
+
+/// Copies the run's own files to its state.
+fn save_run_files(state: &RunState, run: &RunFolder) -> Result<()> {
+    let mut files = Vec::new();
+    // The settings last, as they are restored.
+    for name in RunState::RUN_FILES.iter().rev() {
+        match std::fs::read(run.root().join(name)) {
+            Ok(bytes) => files.push((name, bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).with_context(|| format!("reading {}", run.root().join(name).display())),
+        }
+    }
+    DatasetLocation::parse(&state.run())?.put_files(files)?;
+    Ok(())
+}
+
+/// How often the run's own files are copied to its state.
+const SAVE_RUN_FILES_EVERY: Duration = Duration::from_secs(60);
+
+/// Copies the run's own files to its state every minute on a thread of its own, until `running`
+/// is cleared; a failed copy is logged and tried again.
+fn start_saving_run_files(state: RunState, run: RunFolder, running: Arc<AtomicBool>) -> JoinHandle<()> {
+    std::thread::spawn(move || {
+        let mut last = Instant::now();
+        while running.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(200));
+            if last.elapsed() >= SAVE_RUN_FILES_EVERY {
+                last = Instant::now();
+                if let Err(e) = save_run_files(&state, &run) {
+                    tracing::warn!(error = format!("{e:#}"), state = state.location(), "copying the run's files");
+                }
+            }
+        }
+    })
+}
+
 /// The coordinator's arguments besides its ports and ready file.
-fn coordinator_args(args: &RunArgs, run: &RunFolder) -> Vec<OsString> {
+fn coordinator_args(args: &RunArgs, run: &RunFolder, state: Option<&RunState>) -> Vec<OsString> {
     let mut argv: Vec<OsString> = vec![
         "--data".into(),
         run.coordinator_dir().into(),
@@ -162,6 +249,9 @@ fn coordinator_args(args: &RunArgs, run: &RunFolder) -> Vec<OsString> {
         "--run-folder".into(),
         run.root().into(),
     ];
+    if let Some(state) = state {
+        argv.extend(["--dataset".into(), state.dataset().into(), "--backup".into(), state.coordinator().into()]);
+    }
     // The user who names an address off loopback asks for the read-only view to be seen there;
     // the coordinator's gRPC stays on loopback.
     if !args.dashboard.ip().is_loopback() {
@@ -208,10 +298,11 @@ fn start_roles(
     run: &RunFolder,
     settings: &SettingsFile,
     gpu: bool,
+    state: Option<&RunState>,
 ) -> Result<(Supervisor, String, std::net::SocketAddr)> {
     let coordinator_log = run.log("coordinator");
     let (coordinator, ready) = spawn_coordinator(
-        coordinator_args(args, run),
+        coordinator_args(args, run, state),
         args.dashboard,
         &run.ready_file(),
         RoleOutput::Log(coordinator_log.clone()),
@@ -264,13 +355,24 @@ fn start_strength(
 /// Runs `xqz run`.
 pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     let run = RunFolder::new(args.runs.join(&args.name));
+    let state = state_location(args, &run)?;
+    let from_state = match &state {
+        Some(state) => restore_run_files(state, &run)?,
+        None => false,
+    };
     // Checked before anything is created: a run refused at the start leaves no trace.
     let (settings, device) = prepare(args, given, &run)?;
-    let resumed = run.trainer().metrics_csv().exists();
+    if let Some(state) = &state {
+        run.set_state(state)?;
+        // At once: a run killed before the first periodic copy resumes under its settings too.
+        save_run_files(state, &run).with_context(|| format!("saving the run's files to {}", state.location()))?;
+    }
+    let resumed = from_state || run.trainer().metrics_csv().exists();
     if !resumed {
         run.record_start()?;
     }
-    let (mut roles, url, dashboard) = start_roles(args, &run, &settings, matches!(device, tch::Device::Cuda(_)))?;
+    let (mut roles, url, dashboard) =
+        start_roles(args, &run, &settings, matches!(device, tch::Device::Cuda(_)), state.as_ref())?;
     println!(
         "run {} in {}{} | dashboard http://{dashboard}/",
         args.name,
@@ -284,16 +386,24 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         signal_hook::flag::register(signal, Arc::clone(&stop))?;
     }
     let deadline = args.minutes.map(|m| Instant::now() + Duration::from_secs_f64(m * 60.0));
+    let saving = state.clone().map(|state| start_saving_run_files(state, run.clone(), Arc::clone(&tracking)));
     let outcome = watch(&mut roles, &run, &url, deadline, &stop);
     roles.stop();
     tracking.store(false, Ordering::Relaxed);
     if let Some(Err(e)) = strength.map(|t| t.join().unwrap_or_else(|_| Err(anyhow::anyhow!("panicked")))) {
         tracing::error!(error = format!("{e:#}"), "strength tracking stopped");
     }
+    if let Some(saving) = saving {
+        let _ = saving.join();
+    }
+    let saved = state.as_ref().map_or(Ok(()), |state| {
+        save_run_files(state, &run).with_context(|| format!("saving the run's files to {}", state.location()))
+    });
     for line in crate::plot::plot_run(&run) {
         println!("{line}");
     }
     outcome?;
+    saved?;
     if stop.load(Ordering::Relaxed) {
         tracing::info!("stopped; run the same command again to resume");
     }

@@ -207,7 +207,7 @@ mod tests {
         let model = ModelConfig::builtin("tiny").unwrap();
         for (version, steps) in [(1, 10), (2, 20)] {
             let net = Network::new(&model, Device::Cpu);
-            let info = CheckpointInfo { model_version: version, training_steps: steps, samples_seen: 0 };
+            let info = CheckpointInfo { model_version: version, training_steps: steps, ..Default::default() };
             xqz_net::checkpoint::save(&models.join(format!("v{version}.json")), &net, info).unwrap();
         }
         let tracker = Tracker { run: folder.clone(), games: 2, playouts: 4, device: Device::Cpu, share: 0.2 };

@@ -31,7 +31,9 @@ pub struct TrainArgs {
     #[arg(long, required_unless_present = "run_folder", conflicts_with = "run_folder")]
     run: Option<PathBuf>,
     /// A run folder of `xqz run`, instead of --data, --run and --settings: the dataset of its
-    /// coordinator, its trainer/ folder and its settings.toml.
+    /// coordinator, its trainer/ folder and its settings.toml; where the run keeps its state
+    /// elsewhere (`xqz run --state`), the state's dataset, and its trainer backup unless --backup
+    /// names another.
     #[arg(long)]
     run_folder: Option<PathBuf>,
     /// Copy every checkpoint and metrics.csv to this folder or object store prefix
@@ -57,23 +59,33 @@ pub struct TrainArgs {
 }
 
 impl TrainArgs {
-    /// The dataset, the trainer's folder and the settings file: those of the run folder, or
-    /// those given (clap requires one or the other).
-    fn places(&self) -> Result<(DatasetLocation, PathBuf, Option<PathBuf>)> {
+    /// The dataset, the trainer's folder, the settings file and the backup: those of the run
+    /// folder (and its state), or those given (clap requires one or the other).
+    fn places(&self) -> Result<(DatasetLocation, PathBuf, Option<PathBuf>, Option<DatasetLocation>)> {
         if let Some(run) = self.run_folder.as_deref().map(RunFolder::new) {
-            let dataset = DatasetLocation::Local(run.dataset_dir());
-            return Ok((dataset, run.trainer().root().to_path_buf(), Some(run.settings_file())));
+            let (dataset, backup) = match run.state()? {
+                Some(state) => {
+                    let backup = match &self.backup {
+                        Some(backup) => backup.clone(),
+                        None => DatasetLocation::parse(&state.trainer())?,
+                    };
+                    (DatasetLocation::parse(&state.dataset())?, Some(backup))
+                }
+                None => (DatasetLocation::Local(run.dataset_dir()), self.backup.clone()),
+            };
+            return Ok((dataset, run.trainer().root().to_path_buf(), Some(run.settings_file()), backup));
         }
         let data = self.data.clone().context("--data or --run-folder")?;
-        Ok((data, self.run.clone().context("--run or --run-folder")?, self.settings.clone()))
+        let run = self.run.clone().context("--run or --run-folder")?;
+        Ok((data, run, self.settings.clone(), self.backup.clone()))
     }
 }
 
 pub fn run(args: &TrainArgs, given: &ArgMatches) -> Result<()> {
-    let (data, folder, settings_file) = args.places()?;
+    let (data, folder, settings_file, backup) = args.places()?;
     let settings = SettingsFile::role(settings_file.as_deref(), |f| f.train, &args.train, given)?;
     let mut config = settings.trainer_config(data, folder, args.device.resolve()?, args.max_steps)?;
-    config.backup = args.backup.clone();
+    config.backup = backup;
     let mut publisher: Box<dyn Publisher> = Box::new(GrpcPublisher::new(
         &args.coordinator,
         args.tls.resolve()?.as_ref(),
@@ -131,12 +143,27 @@ mod tests {
 
     #[test]
     fn a_run_folder_stands_for_the_dataset_the_trainer_folder_and_the_settings() {
-        let (data, folder, settings) = parse(&["--run-folder", "runs/a"]).unwrap().args.places().unwrap();
+        let (data, folder, settings, backup) = parse(&["--run-folder", "runs/a"]).unwrap().args.places().unwrap();
         assert!(matches!(&data, DatasetLocation::Local(p) if p == Path::new("runs/a/coordinator/dataset")), "{data:?}");
         assert_eq!((folder, settings), ("runs/a/trainer".into(), Some("runs/a/settings.toml".into())));
-        let (_, folder, settings) = parse(&["--data", "d", "--run", "t"]).unwrap().args.places().unwrap();
+        assert!(backup.is_none());
+        let (_, folder, settings, _) = parse(&["--data", "d", "--run", "t"]).unwrap().args.places().unwrap();
         assert_eq!((folder, settings), ("t".into(), None));
         assert!(parse(&["--run-folder", "runs/a", "--data", "d"]).is_err(), "one or the other");
         assert!(parse(&["--data", "d"]).is_err(), "--run is needed without a run folder");
+    }
+
+    #[test]
+    fn a_run_folder_with_a_state_location_trains_on_the_state_s_dataset_and_backs_up_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunFolder::new(dir.path().join("run"));
+        run.create().unwrap();
+        run.set_state(&xqz_run_folder::RunState::new(dir.path().join("state").to_str().unwrap())).unwrap();
+        let flags = ["--run-folder", run.root().to_str().unwrap()];
+        let (data, _, _, backup) = parse(&flags).unwrap().args.places().unwrap();
+        assert_eq!(data.as_local(), Some(dir.path().join("state/dataset").as_path()));
+        assert_eq!(backup.unwrap().as_local(), Some(dir.path().join("state/trainer").as_path()));
+        let given = parse(&[flags[0], flags[1], "--backup", "elsewhere"]).unwrap().args.places().unwrap();
+        assert_eq!(given.3.unwrap().as_local(), Some(Path::new("elsewhere")), "--backup wins");
     }
 }

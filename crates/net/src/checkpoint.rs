@@ -52,6 +52,20 @@ pub struct CheckpointInfo {
     pub training_steps: u64,
     /// Training samples seen (steps times batch size).
     pub samples_seen: u64,
+    /// Samples in the dataset the trainer read when this was saved. A dataset with fewer is a
+    /// new one: the run was resumed from a light state. 0 in checkpoints from before it was kept.
+    #[serde(default)]
+    pub dataset_samples: u64,
+    /// Self-play samples of the datasets of earlier sittings that the trainer's
+    /// samples-per-sample guard credits, beside the dataset's own (0 unless the run was resumed
+    /// from a light state).
+    #[serde(default)]
+    pub guard_credit: u64,
+    /// Wall seconds the trainer had trained for in all, across resumes: a checkpoint's hours of
+    /// training, wherever and in how many sittings the run ran. 0 in checkpoints from before it was
+    /// kept.
+    #[serde(default)]
+    pub train_seconds: u64,
 }
 
 /// A file of the checkpoint and its digest.

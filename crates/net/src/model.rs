@@ -228,6 +228,29 @@ impl Network {
         }
     }
 
+    /// The same network without the heads only training reads (moves-left, soft policy,
+    /// opponent policy): what play uses, with its weights, for shipping or committing a model
+    /// at half the size or less. Its config has those heads off, under the same name.
+    ///
+    /// ```
+    /// use xqz_net::{ModelConfig, Network};
+    /// let trained = ModelConfig { opponent_policy: true, ..ModelConfig::builtin("tiny")? };
+    /// let net = Network::seeded(&trained, tch::Device::Cpu, 3);
+    /// let play = net.for_play();
+    /// assert!(!play.config().opponent_policy && play.parameter_count() < net.parameter_count());
+    /// let input = vec![0.5; xqz_net::encoding::INPUT_SIZE];
+    /// assert_eq!(play.predict(&input)?.policy_logits, net.predict(&input)?.policy_logits);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn for_play(&self) -> Network {
+        let config =
+            ModelConfig { moves_left: false, soft_policy: false, opponent_policy: false, ..self.config.clone() };
+        let mut play = Network::new(&config, self.device());
+        // Every variable of the play network is one of this network's, by name.
+        play.vs.copy(&self.vs).expect("a network's play heads are a subset of its heads");
+        play
+    }
+
     /// The shape it was built with.
     pub fn config(&self) -> &ModelConfig {
         &self.config

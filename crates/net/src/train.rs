@@ -232,6 +232,15 @@ impl Trainer {
         self.info
     }
 
+    /// Notes the run's progress that the trainer does not count itself, saved with the next
+    /// checkpoint: the dataset's samples, the guard's credit for earlier datasets and the seconds
+    /// trained in all.
+    pub fn set_progress(&mut self, dataset_samples: u64, guard_credit: u64, train_seconds: u64) {
+        self.info.dataset_samples = dataset_samples;
+        self.info.guard_credit = guard_credit;
+        self.info.train_seconds = train_seconds;
+    }
+
     /// One optimizer step on a batch; returns the batch's losses before the step. A batch whose
     /// loss is not finite changes nothing and is not counted.
     pub fn step(&mut self, batch: &TrainBatch<'_>) -> Result<Losses, TrainError> {

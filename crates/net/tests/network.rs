@@ -233,7 +233,7 @@ fn save_then_load_gives_identical_outputs() {
     let meta = checkpoint::save(
         &path,
         trainer.network(),
-        CheckpointInfo { model_version: 7, training_steps: 5, samples_seen: 80 },
+        CheckpointInfo { model_version: 7, training_steps: 5, samples_seen: 80, ..Default::default() },
     )
     .unwrap();
     let (loaded, read) = checkpoint::load(&path, Device::Cpu, Some(&tiny())).unwrap();
@@ -253,7 +253,7 @@ fn a_half_precision_copy_is_half_the_size_and_plays_the_same() {
     for _ in 0..5 {
         trainer.step(&data.batch()).unwrap();
     }
-    let info = CheckpointInfo { model_version: 3, training_steps: 5, samples_seen: 80 };
+    let info = CheckpointInfo { model_version: 3, training_steps: 5, samples_seen: 80, ..Default::default() };
     let full_meta = checkpoint::save(&full, trainer.network(), info).unwrap();
     let half_meta = checkpoint::save_half(&half, trainer.network(), info).unwrap();
     assert!(half_meta.weights.bytes * 10 < full_meta.weights.bytes * 6, "{half_meta:?}");
@@ -286,7 +286,10 @@ fn training_resumes_from_a_checkpoint_with_its_momentum() {
     trainer.save(&path, 2).unwrap();
     let mut resumed = Trainer::resume(&path, Device::Cpu, Some(&tiny())).unwrap();
     assert_eq!(resumed.config(), config);
-    assert_eq!(resumed.info(), CheckpointInfo { model_version: 2, training_steps: 3, samples_seen: 48 });
+    assert_eq!(
+        resumed.info(),
+        CheckpointInfo { model_version: 2, training_steps: 3, samples_seen: 48, ..Default::default() }
+    );
     let a = trainer.step(&data.batch()).unwrap();
     let b = resumed.step(&data.batch()).unwrap();
     assert_eq!(a, b);

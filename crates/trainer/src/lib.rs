@@ -41,5 +41,5 @@ pub use metrics::TrainerMetrics;
 #[cfg(feature = "torch")]
 pub use publish::{GrpcPublisher, PublishError, Publisher};
 #[cfg(feature = "torch")]
-pub use run::{RunError, TrainerConfig, latest_checkpoint, train};
+pub use run::{RunError, TrainerConfig, latest_checkpoint, light_state_files, train};
 pub use settings::{TrainSettings, TrainSettingsError};

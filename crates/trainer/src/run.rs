@@ -176,9 +176,10 @@ fn checkpoint_files(name: &str) -> [String; 3] {
     [format!("{stem}.safetensors"), format!("{stem}.optimizer.safetensors"), name.to_string()]
 }
 
-/// Copies the checkpoint at `path`, then `latest` naming it, then `metrics.csv` to `backup`: a
-/// backup's `latest` always names complete files.
-fn back_up(backup: &DatasetLocation, path: &Path, metrics: &Path) -> Result<(), RunError> {
+/// The files of a backup of the checkpoint at `path`, in the order to store them: the
+/// checkpoint's, then `latest` naming it, then `metrics.csv`, so that a backup's `latest` always
+/// names complete files.
+fn backup_files(path: &Path, metrics: &Path) -> Result<Vec<(String, Vec<u8>)>, RunError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
     let mut files = Vec::new();
@@ -196,7 +197,39 @@ fn back_up(backup: &DatasetLocation, path: &Path, metrics: &Path) -> Result<(), 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(source) => return Err(RunError::Io { path: metrics.to_path_buf(), source }),
     }
-    backup.put_files(files).map_err(backup_error(backup))
+    Ok(files)
+}
+
+/// Copies the checkpoint at `path` with `metrics.csv` to `backup` ([`backup_files`]).
+fn back_up(backup: &DatasetLocation, path: &Path, metrics: &Path) -> Result<(), RunError> {
+    backup.put_files(backup_files(path, metrics)?).map_err(backup_error(backup))
+}
+
+/// The trainer's part of a light state of the stopped trainer whose folder is `run`: the
+/// checkpoint it published last (weights, optimizer state, counters), named as `latest`, and
+/// `metrics.csv`, laid out as its backup, in the order to store them. Empty for a folder without
+/// checkpoints.
+///
+/// The checkpoint published last, not the latest: its weights are the bytes of the coordinator's
+/// latest model, which a light state keeps too, so that a repository stores them once. What the
+/// light state loses is the steps since that publication (at most `publish_every_samples`).
+pub fn light_state_files(run: &Path) -> Result<Vec<(String, Vec<u8>)>, RunError> {
+    let Some(latest) = latest_checkpoint(run) else { return Ok(Vec::new()) };
+    let version = checkpoint::read_meta(&latest)?.info.model_version;
+    let mut chosen = latest;
+    if version > 0 {
+        let dir = TrainerFolder::new(run).checkpoints_dir();
+        for entry in fs::read_dir(&dir).map_err(io(&dir))? {
+            let path = entry.map_err(io(&dir))?.path();
+            let is_checkpoint = path.extension().is_some_and(|e| e == "json")
+                && path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("step-"));
+            // Names sort by step: the publication saved the first checkpoint of its version.
+            if is_checkpoint && path < chosen && checkpoint::read_meta(&path)?.info.model_version == version {
+                chosen = path;
+            }
+        }
+    }
+    backup_files(&chosen, &TrainerFolder::new(run).metrics_csv())
 }
 
 /// How a failed read or write of `backup` is reported.
@@ -323,6 +356,53 @@ fn resume_or_start(
     })
 }
 
+/// The run's progress that outlives a sitting of the trainer: the samples-per-sample guard's
+/// credit for the datasets of earlier sittings, and the seconds trained before this sitting.
+///
+/// A run resumed from a light state has its weights and counters but a new, empty dataset. The
+/// guard then credits the earlier datasets with just enough samples that the trainer trains on
+/// as the new dataset grows, at the recipe's ratio, but not more at once: the budget the last
+/// sitting left unspent would otherwise be spent on the first few thousand new samples.
+struct Progress {
+    guard_credit: u64,
+    seconds_before: u64,
+    started: Instant,
+}
+
+impl Progress {
+    /// The progress of `trainer`'s checkpoint over the dataset that `window` reads, under a guard
+    /// of `ratio` training samples per self-play sample; whether the dataset is a new one.
+    fn resume(trainer: &Trainer, window: &ReplayWindow, ratio: f64) -> (Progress, bool) {
+        let info = trainer.info();
+        let total = window.total_samples();
+        let new_dataset = total < info.dataset_samples;
+        let guard_credit = if new_dataset {
+            let credit = ((info.samples_seen as f64 / ratio).ceil() as u64).saturating_sub(total);
+            tracing::info!(
+                checkpoint_dataset_samples = info.dataset_samples,
+                dataset_samples = total,
+                credit,
+                "the dataset is newer than the checkpoint (a light resume): the guard credits the earlier ones"
+            );
+            credit
+        } else {
+            info.guard_credit
+        };
+        (Progress { guard_credit, seconds_before: info.train_seconds, started: Instant::now() }, new_dataset)
+    }
+
+    /// The self-play samples the guard counts: the dataset's and the credit.
+    fn guard_samples(&self, window: &ReplayWindow) -> u64 {
+        self.guard_credit + window.total_samples()
+    }
+
+    /// Notes the progress in `trainer`, for its next checkpoint.
+    fn stamp(&self, trainer: &mut Trainer, window: &ReplayWindow) {
+        let seconds = self.seconds_before + self.started.elapsed().as_secs();
+        trainer.set_progress(window.total_samples(), self.guard_credit, seconds);
+    }
+}
+
 /// Batches prepared ahead of the step, on a thread of their own.
 const PREFETCH: usize = 2;
 
@@ -362,6 +442,13 @@ pub fn train(
         ..ReplayConfig::default()
     };
     let mut window = ReplayWindow::open_at(config.data.clone(), replay)?;
+    let (progress, new_dataset) = Progress::resume(&trainer, &window, config.samples_per_new_sample);
+    if new_dataset {
+        // The new dataset and the credit are noted at once, so that a trainer stopped before its
+        // next checkpoint does not take the samples made meanwhile for earlier ones.
+        progress.stamp(&mut trainer, &window);
+        copy_to_backup(&save_checkpoint(&trainer, &config.run, model_version)?)?;
+    }
     let mut last = None;
     let mut round = trainer.info().training_steps;
     // The steps since the last row of metrics.
@@ -369,7 +456,7 @@ pub fn train(
     let done = |trainer: &Trainer| config.max_steps.is_some_and(|m| trainer.info().training_steps >= m);
     while !stop.load(Ordering::Relaxed) && !done(&trainer) {
         window.refresh()?;
-        let allowed = (config.samples_per_new_sample * window.total_samples() as f64) as u64;
+        let allowed = (config.samples_per_new_sample * progress.guard_samples(&window) as f64) as u64;
         let budget = allowed.saturating_sub(trainer.info().samples_seen) / config.batch_size as u64;
         if window.len() < config.min_samples.max(config.batch_size) || budget == 0 {
             std::thread::sleep(config.poll);
@@ -377,7 +464,7 @@ pub fn train(
         }
         // A fresh permutation after every refresh, so new data joins at once.
         round += 1;
-        let (first, window) = (trainer.info().samples_seen, &window);
+        let (first, window, progress) = (trainer.info().samples_seen, &window, &progress);
         std::thread::scope(|scope| -> Result<(), RunError> {
             let (ready, batches) = std::sync::mpsc::sync_channel(PREFETCH);
             scope.spawn(move || {
@@ -412,6 +499,7 @@ pub fn train(
                 // Read before a checkpoint, so that no checkpoint follows a step that failed unseen.
                 let losses = StepLosses::mean(&unreported)?;
                 if checkpoint_now {
+                    progress.stamp(&mut trainer, window);
                     let mut path = save_checkpoint(&trainer, &config.run, model_version)?;
                     if publish_now {
                         (model_version, path) = publish(publisher, &trainer, &config.run, path)?;
@@ -432,6 +520,7 @@ pub fn train(
         last = Some(row);
     }
     if last.is_some() {
+        progress.stamp(&mut trainer, &window);
         copy_to_backup(&save_checkpoint(&trainer, &config.run, model_version)?)?;
     }
     Ok(last)

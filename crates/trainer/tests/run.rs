@@ -17,10 +17,15 @@ fn dataset(dir: &Path, games: u128) -> u64 {
 }
 
 fn dataset_at(location: DatasetLocation, games: u128) -> u64 {
+    games_at(location, 0..games, 3)
+}
+
+/// Appends random games with ids `ids` to the dataset at `location`; their samples.
+fn games_at(location: DatasetLocation, ids: std::ops::Range<u128>, seed: u64) -> u64 {
     let (mut writer, _) = DatasetWriter::open_at(location, WriterConfig::default()).unwrap();
-    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut samples = 0;
-    for id in 0..games {
+    for id in ids {
         let (game, rows) = random_game(&mut rng, id, &SyntheticConfig { max_plies: 60, ..SyntheticConfig::default() });
         samples += rows.len() as u64;
         writer.append(game, rows).unwrap();
@@ -217,6 +222,23 @@ fn a_trainer_on_a_fresh_disk_resumes_from_its_backup_in_an_s3_bucket() {
     );
 }
 
+/// Trains until no step has come for 3 s (the trainer waits for data that never comes); the
+/// last row.
+fn train_until_idle(config: &TrainerConfig) -> Option<xqz_run_folder::MetricsRow> {
+    let stop = AtomicBool::new(false);
+    let last_step = std::sync::Mutex::new(std::time::Instant::now());
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while last_step.lock().unwrap().elapsed() < Duration::from_secs(3) {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+        train(config, &mut Counting::default(), &stop, |_| *last_step.lock().unwrap() = std::time::Instant::now())
+            .unwrap()
+    })
+}
+
 #[test]
 fn waits_when_ahead_of_self_play() {
     let (data, run) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -224,21 +246,39 @@ fn waits_when_ahead_of_self_play() {
     // One training sample per two self-play samples: the budget is samples / 2 / 32 steps.
     let config =
         TrainerConfig { samples_per_new_sample: 0.5, max_steps: Some(10_000), ..config(data.path(), run.path(), 0) };
-    let stop = AtomicBool::new(false);
-    // Stop once no step has come for 3 s: the trainer is waiting for data that never comes.
-    let last_step = std::sync::Mutex::new(std::time::Instant::now());
-    let last = std::thread::scope(|s| {
-        s.spawn(|| {
-            while last_step.lock().unwrap().elapsed() < Duration::from_secs(3) {
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        });
-        train(&config, &mut Counting::default(), &stop, |_| *last_step.lock().unwrap() = std::time::Instant::now())
-            .unwrap()
-            .unwrap()
-    });
-    assert_eq!(last.step, samples / 2 / 32);
+    assert_eq!(train_until_idle(&config).unwrap().step, samples / 2 / 32);
+}
+
+/// A run resumed from a light state has its weights and counters, but a new, empty dataset.
+/// The trainer waits for the new dataset to fill, then trains on at the recipe's ratio of the
+/// new samples alone: the budget the last sitting left unspent is not spent on the first few
+/// games (nor is the run held back until the new dataset is as large as the old one).
+#[test]
+fn a_light_resume_trains_on_at_the_ratio_of_the_new_dataset_s_samples() {
+    let (old, new, run) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let old_samples = dataset(old.path(), 20);
+    train(&config(old.path(), run.path(), 12), &mut Counting::default(), &AtomicBool::new(false), |_| {}).unwrap();
+    let info = |run: &Path| xqz_net::checkpoint::read_meta(&latest_checkpoint(run).unwrap()).unwrap().info;
+    assert_eq!((info(run.path()).dataset_samples, info(run.path()).samples_seen), (old_samples, 12 * 32));
+
+    // A new dataset of 3 games, under a guard of 0.5 training samples per self-play sample: had
+    // the run made 768 samples (12 steps of 32 at 0.5), its budget would be spent, so it is 0.
+    let first = games_at(new.path().into(), 0..3, 7);
+    assert!(first >= 64 && first < 768, "{first} samples: above --min-samples, below 768");
+    let config =
+        TrainerConfig { samples_per_new_sample: 0.5, max_steps: Some(10_000), ..config(new.path(), run.path(), 0) };
+    assert!(train_until_idle(&config).is_none(), "no step on the budget of the old dataset");
+    let resumed = info(run.path());
+    assert_eq!((resumed.training_steps, resumed.dataset_samples, resumed.guard_credit), (12, first, 768 - first));
+
+    // The new dataset grows: half a training sample per new sample.
+    let more = games_at(new.path().into(), 3..23, 8);
+    let last = train_until_idle(&config).unwrap();
+    assert_eq!(last.step, 12 + more / 2 / 32, "{more} new samples");
+    assert_eq!(last.samples_seen, last.step * 32, "the counters went on");
+    let end = info(run.path());
+    assert_eq!((end.dataset_samples, end.guard_credit), (first + more, 768 - first));
+    assert!(end.train_seconds >= 3, "the seconds trained add up over the sittings: {}", end.train_seconds);
 }
 
 #[test]
