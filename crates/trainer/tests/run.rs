@@ -264,7 +264,7 @@ fn a_light_resume_trains_on_at_the_ratio_of_the_new_dataset_s_samples() {
     // A new dataset of 3 games, under a guard of 0.5 training samples per self-play sample: had
     // the run made 768 samples (12 steps of 32 at 0.5), its budget would be spent, so it is 0.
     let first = games_at(new.path().into(), 0..3, 7);
-    assert!(first >= 64 && first < 768, "{first} samples: above --min-samples, below 768");
+    assert!((64..768).contains(&first), "{first} samples: above --min-samples, below 768");
     let config =
         TrainerConfig { samples_per_new_sample: 0.5, max_steps: Some(10_000), ..config(new.path(), run.path(), 0) };
     assert!(train_until_idle(&config).is_none(), "no step on the budget of the old dataset");
