@@ -81,15 +81,18 @@ fn draw(reason: &str, article: &str, ruleset: &str) -> String {
 #[test]
 fn adjudicate_cites_the_article_that_decides_each_game() {
     const CN: &str = "chinese2011";
-    // 23.4: a rook's tour of chases over three points is ruled after nine rounds, at ply 19,
-    // before any position occurred three times.
+    // 23.4: a rook's tour of chases over three points makes a pending position after nine rounds,
+    // at ply 17, before any position occurred three times; it is ruled with the rook's second
+    // move after it (23.5), at ply 21.
     let tour = ["a1a3", "e9e8", "a3a5", "e8e9", "a5a1", "e9e8", "a1a3", "e8e9", "a3a5", "e9e8", "a5a1", "e8e9"];
     let fen = "4k4/9/9/9/7n1/9/7c1/9/R6n1/3K5 w - - 0 1";
     assert_eq!(
-        adjudicated(fen, &tour, 18, CN),
+        adjudicated(fen, &tour, 16, CN),
         r#"{"status":"ongoing","winner":null,"reason":null,"article":null,"ruleset":null}"#
     );
-    assert_eq!(adjudicated(fen, &tour, 19, CN), win("black", "perpetual_chase", "23.4", CN));
+    let lost = win("black", "perpetual_chase", "23.4", CN);
+    assert_eq!(adjudicated(fen, &tour, 17, CN), format!(r#"{{"status":"pending","ruling":{lost}}}"#));
+    assert_eq!(adjudicated(fen, &tour, 21, CN), lost);
 
     // 23.5: Red's rook perpetually chases an unprotected horse. At the third occurrence (ply 8,
     // Red's move) the ruling is pending: Red has two rounds to vary, and loses with its second
@@ -150,7 +153,11 @@ fn adjudicate_cites_the_article_that_decides_each_game() {
     let mutual = ["g1h1", "b6d6", "h1g1", "d6b6"];
     let fen = "3k2rr1/4P4/N3N4/Pc2P4/2b3PP1/9/9/9/4A1C2/4K4 w - - 0 1";
     assert_eq!(adjudicated(fen, &mutual, 11, CN), win("black", "perpetual_chase", "26.9", CN));
-    assert_eq!(adjudicated(fen, &mutual, 8, "chinese1999"), draw("allowed_repetition", "26.3", "chinese1999"));
+    assert_eq!(adjudicated(fen, &mutual, 8, "chinese1999"), draw("mutual_forbidden", "26.3", "chinese1999"));
+    // Both sides chase unprotected pieces, so both must vary: a draw, of forbidden moves (26.9).
+    let both = ["g1h1", "b6d6", "h1g1", "d6b6"];
+    let fen = "3k2rr1/4P4/N3N4/1c7/2b3PP1/9/9/9/4A1C2/4K4 w - - 0 1";
+    assert_eq!(adjudicated(fen, &both, 12, CN), draw("mutual_forbidden", "26.9", CN));
     // One side forbidden under 1999: the chaser loses once it has repeated one more cycle (24.3).
     let fen = "5k3/4a4/9/9/n7R/9/9/9/9/3AKA3 b - - 0 1";
     assert_eq!(adjudicated(fen, &chase, 12, "chinese1999"), win("black", "perpetual_chase", "26.4", "chinese1999"));

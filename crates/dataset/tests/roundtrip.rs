@@ -4,6 +4,7 @@ mod common;
 
 use std::time::Duration;
 
+use xiangqi::Position;
 use xiangqi::game::{Game, GameConfig};
 use xqz_dataset::schema::{self, meta};
 use xqz_dataset::{
@@ -207,6 +208,32 @@ fn quiet_plies_and_repetitions_follow_the_game() {
         }
         assert_eq!(seen, samples.len());
     }
+}
+
+/// The termination column names a draw of forbidden moves on both sides `mutual_forbidden` (26.9:
+/// 除上述情况外，双方不变作和). Files written before that reason existed call the same draw
+/// `allowed_repetition`; the column is a plain string, so rows of both kinds read back as written,
+/// side by side.
+#[test]
+fn terminations_read_back_as_written_the_older_name_of_a_mutual_draw_included() {
+    // Red's cannon chases the black rooks, Black's elephant the unprotected red horses: both must
+    // vary, a draw after the third occurrence's two rounds (crates/xiangqi/tests/rules2011.rs).
+    let fen = "3k2rr1/4P4/N3N4/1c7/2b3PP1/9/9/9/4A1C2/4K4 w - - 0 1";
+    let mut game = Game::from_position(Position::from_fen(fen).unwrap(), GameConfig::default());
+    for mv in ["g1h1", "b6d6", "h1g1", "d6b6"].iter().cycle().take(12) {
+        game.push_str(mv).unwrap();
+    }
+    let new = GameRecord::from_game(&game, GameId::from_u128(1)).unwrap();
+    assert_eq!((new.reason.as_str(), new.article.as_str()), ("mutual_forbidden", "26.9"));
+    let old = GameRecord { game_id: GameId::from_u128(2), reason: "allowed_repetition".into(), ..new.clone() };
+    let with_samples = |record: &GameRecord| {
+        let searches: Vec<PlySearch> =
+            record.moves.iter().map(|&mv| PlySearch::full(vec![PolicyEntry { mv, p: 1.0 }], [0.0; 3], 1)).collect();
+        (record.clone(), SampleRecord::from_game(record, &searches).unwrap())
+    };
+    let dir = tempfile::tempdir().unwrap();
+    write_all(dir.path(), small_shards(10_000, Compression::Zstd), &[with_samples(&new), with_samples(&old)]);
+    assert_eq!(Dataset::open(dir.path()).unwrap().games().unwrap(), [new, old]);
 }
 
 #[test]

@@ -307,7 +307,7 @@ fn article_26_9_chase_of_an_unprotected_piece_against_chase_of_a_rook_is_a_draw(
     // cannon, and back, becoming the cannon's screen itself.
     let fen = "9/3R5/5k3/9/9/9/2C6/3nK4/9/3c5 w - - 0 1";
     let moves = "c3d3 d2c0 d3c3 c0d2 c3d3 d2c0 d3c3 c0d2";
-    assert_draw(&play(fen, Ruleset::Chinese2011, moves), Reason::AllowedRepetition, "26.9");
+    assert_draw(&play(fen, Ruleset::Chinese2011, moves), Reason::MutualForbidden, "26.9");
 }
 
 #[test]

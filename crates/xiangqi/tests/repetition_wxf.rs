@@ -625,8 +625,9 @@ struct BookCase {
 }
 
 /// Why the books part ways on each case:
-/// - `nine-rounds`: 2011's 23.4 rules a rook's tour of chases of three different pieces after nine
-///   rounds; WXF chases must be of one and the same piece, so the threefold repetition is a draw
+/// - `nine-rounds`: 2011's 23.4 makes a rook's tour of chases of three different pieces a pending
+///   position after nine rounds (ply 17), ruled with the chaser's second move after it (23.5);
+///   WXF chases must be of one and the same piece, so the threefold repetition is a draw
 ///   there (and under 1999, which has no nine-round rule, Red must vary: 26.4 after 24.3's one
 ///   more cycle).
 /// - `rounds-to-vary`: the same perpetual chase of one horse loses under every book; WXF rules
@@ -651,7 +652,7 @@ const BOOK_CASES: &[BookCase] = &[
         cycle: &["a1a3", "e9e8", "a3a5", "e8e9", "a5a1", "e9e8", "a1a3", "e8e9", "a3a5", "e9e8", "a5a1", "e8e9"],
         plies: 40,
         endings: &[
-            (Ruleset::Chinese2011, 19, r#""win","winner":"black""#),
+            (Ruleset::Chinese2011, 21, r#""win","winner":"black""#),
             (Ruleset::Chinese1999, 35, r#""win","winner":"black""#),
             (Ruleset::Wxf, 24, r#""draw","winner":null"#),
         ],

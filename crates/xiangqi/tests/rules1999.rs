@@ -27,13 +27,15 @@ use xiangqi::{Color, Position};
 enum Ruling {
     /// The side wins, by the reason, under the article.
     Win(Color, Reason, &'static str),
-    /// A repetition draw under the article.
+    /// A draw of allowed moves under the article.
     Draw(&'static str),
+    /// A draw of forbidden moves on both sides under the article.
+    Mutual(&'static str),
 }
 
 use Color::{Black, Red};
 use Reason::{MixedForbidden, PerpetualChase, PerpetualMateThreat};
-use Ruling::{Draw, Win};
+use Ruling::{Draw, Mutual, Win};
 
 /// One cycle and its ruling under each book.
 struct Case {
@@ -54,7 +56,7 @@ const CASES: &[Case] = &[
         moves: ["i4i3", "a8c7", "i3i4", "c7a8"],
         natures: ["threat", "chase a6 protected", "threat", "chase c9 protected"],
         chinese2011: Win(Black, PerpetualMateThreat, "26.9"),
-        chinese1999: Draw("26.3"),
+        chinese1999: Mutual("26.3"),
     },
     Case {
         what: "one check one mate threat against chases of protected pieces",
@@ -62,7 +64,7 @@ const CASES: &[Case] = &[
         moves: ["b4d4", "b6d6", "d4b4", "d6b6"],
         natures: ["check", EYE[0], "threat", EYE[1]],
         chinese2011: Win(Black, MixedForbidden, "26.9"),
-        chinese1999: Draw("26.3"),
+        chinese1999: Mutual("26.3"),
     },
     Case {
         what: "perpetual chase of rooks against chases of protected pieces",
@@ -70,7 +72,7 @@ const CASES: &[Case] = &[
         moves: ["g1h1", "b6d6", "h1g1", "d6b6"],
         natures: ["chase h9 rook protected", EYE[0], "chase g9 rook protected", EYE[1]],
         chinese2011: Win(Black, PerpetualChase, "26.9"),
-        chinese1999: Draw("26.3"),
+        chinese1999: Mutual("26.3"),
     },
     Case {
         what: "perpetual chase of unprotected pieces against chases of protected pieces",
@@ -78,7 +80,7 @@ const CASES: &[Case] = &[
         moves: ["g1h1", "b6d6", "h1g1", "d6b6"],
         natures: ["chase h9 unprotected", EYE[0], "chase g9 unprotected", EYE[1]],
         chinese2011: Win(Black, PerpetualChase, "26.9"),
-        chinese1999: Draw("26.3"),
+        chinese1999: Mutual("26.3"),
     },
     Case {
         what: "one check one rook chase against chases of protected pieces",
@@ -86,7 +88,7 @@ const CASES: &[Case] = &[
         moves: ["b4d4", "b6d6", "d4b4", "d6b6"],
         natures: ["check", EYE[0], "chase b8 rook", EYE[1]],
         chinese2011: Win(Black, MixedForbidden, "26.9"),
-        chinese1999: Draw("26.3"),
+        chinese1999: Mutual("26.3"),
     },
     Case {
         what: "a rook chase by one piece against a joint rook chase",
@@ -94,7 +96,7 @@ const CASES: &[Case] = &[
         moves: ["g2i2", "b6d6", "i2g2", "d6b6"],
         natures: ["chase i9 rook", "chase d1 rook", "chase g9 rook", "chase b1 rook"],
         chinese2011: Win(Black, PerpetualChase, "26.9"),
-        chinese1999: Draw("26.3"),
+        chinese1999: Mutual("26.3"),
     },
     // Where the books agree.
     Case {
@@ -102,16 +104,16 @@ const CASES: &[Case] = &[
         fen: "3k2rr1/4P4/N3N4/1c7/2b3PP1/9/9/9/4A1C2/4K4 w - - 0 1",
         moves: ["g1h1", "b6d6", "h1g1", "d6b6"],
         natures: ["chase h9 rook", "chase a7 unprotected", "chase g9 rook", "chase e7 unprotected"],
-        chinese2011: Draw("26.9"),
-        chinese1999: Draw("26.3"),
+        chinese2011: Mutual("26.9"),
+        chinese1999: Mutual("26.3"),
     },
     Case {
         what: "figure 3: chases of unprotected horses against chases of rooks",
         fen: "3aka3/9/9/7R1/6R2/9/9/2n1B2r1/N2KA4/2n5r w - - 0 1",
         moves: ["相五退三", "车8平7", "相三进五", "车7平8"],
         natures: ["chase c0 unprotected", "chase g5 rook", "chase c2 unprotected", "chase h6 rook"],
-        chinese2011: Draw("26.9"),
-        chinese1999: Draw("26.3"),
+        chinese2011: Mutual("26.9"),
+        chinese1999: Mutual("26.3"),
     },
     Case {
         what: "figure 2: two chases against a chase and an exchange offer (one side forbidden)",
@@ -153,7 +155,7 @@ const CASES: &[Case] = &[
         moves: ["a6a8", "d2e2", "a8a6", "e2d2"],
         natures: ["chase h8 unprotected", "idle e1 pawn", "chase h6 unprotected", "idle d1 pawn"],
         chinese2011: Win(Black, PerpetualChase, "25.3"),
-        chinese1999: Draw("27.2"),
+        chinese1999: Mutual("27.2"),
     },
     Case {
         what: "the same without the red cannon: one pawn move attacks nothing, no mutual attack",
@@ -171,6 +173,7 @@ fn assert_ruling(game: &Game, ruling: Ruling, ruleset: Ruleset, what: &str) {
     match ruling {
         Win(winner, reason, article) => assert_win(game, winner, reason, article),
         Draw(article) => assert_draw(game, Reason::AllowedRepetition, article),
+        Mutual(article) => assert_draw(game, Reason::MutualForbidden, article),
     }
 }
 
@@ -189,9 +192,9 @@ fn the_1999_and_2011_rulings_of_each_cycle() {
 #[test]
 fn article_26_3_both_sides_forbidden_is_always_a_draw() {
     let mutual: Vec<&Case> =
-        CASES.iter().filter(|c| matches!(c.chinese2011, Win(_, _, "26.9") | Draw("26.9"))).collect();
+        CASES.iter().filter(|c| matches!(c.chinese2011, Win(_, _, "26.9") | Mutual("26.9"))).collect();
     assert_eq!(mutual.len(), 8);
-    assert!(mutual.iter().all(|c| matches!(c.chinese1999, Draw("26.3"))));
+    assert!(mutual.iter().all(|c| matches!(c.chinese1999, Mutual("26.3"))));
 }
 
 fn game_1999(fen: &str, moves: &[&str]) -> Game {

@@ -27,7 +27,7 @@ mod common;
 
 use common::rules::{check_nature, cycle, parse_move, play_out};
 use common::{assert_draw, assert_win};
-use xiangqi::game::{Game, MoveNature, Outcome, Reason, Ruleset, classify_move, classify_move_in_game};
+use xiangqi::game::{Game, MoveNature, Outcome, Reason, Ruleset, Verdict, classify_move, classify_move_in_game};
 use xiangqi::{Color, Move, Position};
 
 /// Black's chases of protected pieces through the elephant's eye (module doc), as natures.
@@ -137,7 +137,7 @@ fn article_26_9_both_sides_must_vary_is_a_draw() {
         &["g1h1", "b6d6", "h1g1", "d6b6"],
         &["chase h9 rook", "chase a7 unprotected", "chase g9 rook", "chase e7 unprotected"],
     );
-    assert_draw(&game, Reason::AllowedRepetition, "26.9");
+    assert_draw(&game, Reason::MutualForbidden, "26.9");
 }
 
 /// 26.9 (除上述情况外，双方不变作和): neither side must vary. Red's horse i1/g2, with the rook i0
@@ -151,7 +151,7 @@ fn article_26_9_neither_side_must_vary_is_a_draw() {
         &["i1g2", "b6d6", "g2i1", "d6b6"],
         &["chase i3 protected", EYE_CHASES[0], "chase g0 protected", EYE_CHASES[1]],
     );
-    assert_draw(&game, Reason::AllowedRepetition, "26.9");
+    assert_draw(&game, Reason::MutualForbidden, "26.9");
 }
 
 /// 26.9 (凡单方长捉车，对方联合捉车，前者变着): Red's cannon g2/i2 alone hits the black rooks on g9
@@ -229,7 +229,7 @@ fn figure_3_chases_of_unprotected_horses_against_chases_of_rooks_are_a_draw() {
         &["相五退三", "车8平7", "相三进五", "车7平8"],
         &["chase c0 unprotected", "chase g5 rook", "chase c2 unprotected", "chase h6 rook"],
     );
-    assert_draw(&game, Reason::AllowedRepetition, "26.9");
+    assert_draw(&game, Reason::MutualForbidden, "26.9");
 }
 
 /// Figure 4 (line 249): 1.车七退五(闲) 将5退1(闲) 2.车七进五(将) 将5进1(闲); one check and one
@@ -432,12 +432,21 @@ fn with_tour(black: &[&'static str]) -> Vec<&'static str> {
     black.iter().enumerate().flat_map(|(i, &b)| [ROOK_TOUR[i % 3], b]).collect()
 }
 
-/// Black's king steps e9/e8 while the rook tours: the start position comes back only after six
-/// rounds (the tour takes three, the king two), so the third occurrence would be at ply 24. At
-/// Red's tenth move (ply 19) its last nine moves are nine rounds of chases over three points:
-/// 23.4 rules it as a perpetual chase, five plies before any threefold repetition.
+/// The ruling 23.4 makes pending: Red, chasing over the rook's tour, must vary.
+const TOUR_LOST: Outcome = Outcome::Win {
+    winner: Color::Black,
+    verdict: Verdict { reason: Reason::PerpetualChase, ruleset: Ruleset::Chinese2011, article: "23.4" },
+};
+
+/// 23.4 (如果一方在三个或三个以上点上，连续以犯禁着法…达九个回合，即使未形成三次重复的待判局面，经一方
+/// 提出，可按待判局面的有关规定进行裁决) with 23.5 (其他待判局面，均允许单方两个回合内变着): Black's king
+/// steps e9/e8 while the rook tours, so the start position comes back only after six rounds (the
+/// tour takes three, the king two) and would occur the third time at ply 24. Red's ninth move
+/// (ply 17; the game's first ply is one of the nine) completes nine rounds of chases over three
+/// points: a pending position, ruled as one. Red has two rounds to vary and, not varying, loses
+/// with its second move after it (ply 21), the position having occurred only twice.
 #[test]
-fn article_23_4_nine_rounds_of_chases_over_three_points_lose_before_a_threefold_repetition() {
+fn article_23_4_nine_rounds_of_chases_over_three_points_are_a_pending_position() {
     let fen = "4k4/9/9/9/7n1/9/7c1/9/R6n1/3K5 w - - 0 1";
     let moves = with_tour(&["e9e8", "e8e9"].repeat(3));
     let natures = ["chase h3 unprotected", "idle", "chase h5 unprotected", "idle", "chase h1 unprotected", "idle"];
@@ -448,30 +457,62 @@ fn article_23_4_nine_rounds_of_chases_over_three_points_lose_before_a_threefold_
         check_nature(&after, mv, &classify_move(&after, mv), expected);
         after.play(mv).unwrap();
     }
-    let game = play_out(Ruleset::Chinese2011, fen, &moves, 18);
-    assert_eq!(game.outcome(), Outcome::Ongoing, "nine rounds are not complete at ply 18");
-    let game = play_out(Ruleset::Chinese2011, fen, &moves, 19);
-    assert_eq!(game.len(), 19);
+    let game = play_out(Ruleset::Chinese2011, fen, &moves, 16);
+    assert_eq!((game.outcome(), game.pending_ruling()), (Outcome::Ongoing, None), "eight rounds are not nine");
+    for plies in 17..21 {
+        let game = play_out(Ruleset::Chinese2011, fen, &moves, plies);
+        assert_eq!(game.outcome(), Outcome::Ongoing, "ply {plies}");
+        assert_eq!(game.pending_ruling(), Some(TOUR_LOST), "ply {plies}");
+    }
+    let game = play_out(Ruleset::Chinese2011, fen, &moves, 21);
+    assert_eq!(game.len(), 21);
     assert_eq!(game.repetitions(), 1, "the position occurs the second time, not the third");
-    assert_win(&game, Color::Black, Reason::PerpetualChase, "23.4");
+    assert_eq!(game.outcome(), TOUR_LOST);
+
+    // Red varies in its first round (a1a2 for a1a3, ply 19) or its second (a3a4 for a3a5, ply
+    // 21): the wait ends, and nine new rounds are needed to come back.
+    for (ply, mv) in [(18, "a1a2"), (20, "a3a4")] {
+        let game = varied(Ruleset::Chinese2011, fen, &moves, ply + 1, &[(ply, mv)]);
+        assert_eq!((game.outcome(), game.pending_ruling()), (Outcome::Ongoing, None), "{mv}");
+    }
+}
+
+/// 23.4 with 23.2 (如首着为“吃子”应予扣除): the nine rounds count from the move after the last
+/// capture. Black's king first takes the red pawn e8 (ply 1), then the tour and the king's
+/// shuttle of the test above follow: Red's moves from ply 2 on are the nine rounds, pending at
+/// ply 18 and ruled at ply 22.
+#[test]
+fn article_23_4_counts_the_rounds_from_the_move_after_a_capture() {
+    let fen = "4k4/4P4/9/9/7n1/9/7c1/9/R6n1/3K5 b - - 0 1";
+    let shuttle = ["e8e9", "e9e8"].repeat(3);
+    let moves = [&["e9e8"][..], &with_tour(&shuttle), &with_tour(&shuttle)].concat();
+    let game = play_out(Ruleset::Chinese2011, fen, &moves[..17], 17);
+    assert_eq!((game.outcome(), game.pending_ruling()), (Outcome::Ongoing, None), "eight rounds since the capture");
+    let game = play_out(Ruleset::Chinese2011, fen, &moves[..18], 18);
+    assert_eq!(game.pending_ruling(), Some(TOUR_LOST));
+    let game = play_out(Ruleset::Chinese2011, fen, &moves, moves.len());
+    assert_eq!(game.len(), 22);
+    assert_eq!(game.outcome(), TOUR_LOST);
 }
 
 /// The same tour while Black's pawn walks down the i-file and along the bottom rank: no position
-/// ever comes back, yet nine rounds of chases over three points are ruled at ply 19. The same
-/// pawn walk against a rook that shuttles between two points is no 23.4 case.
+/// ever comes back, yet nine rounds of chases over three points are pending at ply 17 and ruled
+/// at ply 21. The same pawn walk against a rook that shuttles between two points is no 23.4 case.
 #[test]
 fn article_23_4_applies_without_any_repeated_position_but_not_over_two_points() {
     let fen = "4k4/9/9/8p/6n2/9/6c2/9/R5n2/3K5 w - - 0 1";
-    let walk = ["i6i5", "i5i4", "i4i3", "i3i2", "i2i1", "i1i0", "i0h0", "h0g0", "g0f0"];
-    let tour = with_tour(&walk);
-    let game = play_out(Ruleset::Chinese2011, fen, &[tour.as_slice(), &["a1a3"]].concat(), 19);
-    assert_eq!(game.len(), 19);
+    let walk = ["i6i5", "i5i4", "i4i3", "i3i2", "i2i1", "i1i0", "i0h0", "h0g0", "g0f0", "e9e8"];
+    let tour = [with_tour(&walk).as_slice(), &["a3a5"]].concat();
+    let game = play_out(Ruleset::Chinese2011, fen, &tour, 20);
+    assert!(matches!(game.pending_ruling(), Some(Outcome::Win { winner: Color::Black, .. })));
+    let game = play_out(Ruleset::Chinese2011, fen, &tour, 21);
+    assert_eq!(game.len(), 21);
     assert_win(&game, Color::Black, Reason::PerpetualChase, "23.4");
 
     let shuttle: Vec<&str> = walk.iter().enumerate().flat_map(|(i, &b)| [["a1a3", "a3a1"][i % 2], b]).collect();
-    let game = play_out(Ruleset::Chinese2011, fen, &[shuttle.as_slice(), &["a3a1"]].concat(), 19);
-    assert_eq!(game.len(), 19);
-    assert_eq!(game.outcome(), Outcome::Ongoing, "two points are no tour of three");
+    let game = play_out(Ruleset::Chinese2011, fen, &[shuttle.as_slice(), &["a1a3"]].concat(), 21);
+    assert_eq!(game.len(), 21);
+    assert_eq!((game.outcome(), game.pending_ruling()), (Outcome::Ongoing, None), "two points are no tour of three");
 }
 
 /// Without the black horse on h5 the rook's move to a5 attacks nothing: one idle move in the
@@ -503,14 +544,17 @@ fn article_23_4_belongs_to_the_2011_rules_only() {
 
 /// Both sides forbidden over the nine rounds: the rook tour against Black's rook i8/i6, which
 /// chases the unprotected red horses b6 and b8 with every move. Both chase unprotected pieces,
-/// so both must vary (26.9): 23.4 rules a draw.
+/// so both must vary (26.9): pending from ply 17, and a draw after two rounds of both sides
+/// (23.5.2.1), at ply 21.
 #[test]
 fn article_23_4_rules_both_sides_forbidden_by_26_9() {
     let fen = "4k4/1N6r/9/1N7/7n1/9/7c1/9/R6n1/3K5 w - - 0 1";
     let moves = with_tour(&["i8i6", "i6i8"].repeat(3));
+    let game = play_out(Ruleset::Chinese2011, fen, &moves, 20);
+    assert!(matches!(game.pending_ruling(), Some(Outcome::Draw { .. })), "{:?}", game.outcome());
     let game = play_out(Ruleset::Chinese2011, fen, &moves, 24);
-    assert_eq!(game.len(), 19);
-    assert_draw(&game, Reason::AllowedRepetition, "23.4");
+    assert_eq!(game.len(), 21);
+    assert_draw(&game, Reason::MutualForbidden, "23.4");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -615,6 +659,11 @@ fn article_26_5_a_mate_threat_the_checker_brought_on_itself_is_not_the_answers()
     assert_eq!(classify_move(&before, block).heaviest(), MoveNature::MateThreat, "read alone");
 }
 
+/// Red's rook h2 checks from e2; Black's horse c7 can block on e6, on rank 6 between the red rook
+/// a6 and the red horse i6 that it guards against the black rook i9. The black horse on c7
+/// attacks the red rook a6.
+const ROOT_CUT: &str = "4ka2r/9/2n6/R7N/9/9/9/7R1/9/3K5 w - - 0 1";
+
 /// Answers to a check, each judged knowing the check: (what, FEN, check, answer, nature).
 const ANSWERS: &[(&str, &str, &str, &str, &str)] = &[
     ("the self-inflicted threat above", SELF_INFLICTED, "c3f3", "e8f7", "idle"),
@@ -658,6 +707,25 @@ const ANSWERS: &[(&str, &str, &str, &str, &str)] = &[
         "i4f4",
         "chase f3 rook unprotected",
     ),
+    (
+        "the black horse blocks the rook's check on e6 and so cuts the red rook a6's guard of the \
+         horse i6 along rank 6, which the black rook i9 attacks: the answer's own new chase (26.3, \
+         走动其他棋子应将后产生新的“捉”), whatever the check did not do",
+        ROOT_CUT,
+        "h2e2",
+        "c7e6",
+        "chase i6 unprotected",
+    ),
+    ("the advisor's block on e8 cuts nothing: idle", ROOT_CUT, "h2e2", "f9e8", "idle"),
+    (
+        "the red horse checks from g8 and, over the same leg f8, guards the cannon e7 that the black \
+         rook a7 attacks; the black horse blocks the leg and cuts that guard: a chase, though the \
+         cannon was unguarded before the check (the check brought the root, the answer cut it)",
+        "4k4/9/r3C2n1/5N3/9/9/9/9/9/3K5 w - - 0 1",
+        "f6g8",
+        "h7f8",
+        "chase e7 unprotected",
+    ),
 ];
 
 /// 26.5 on single answers to a check.
@@ -673,6 +741,24 @@ fn article_26_5_answers_to_a_check_are_judged_against_the_board_before_it() {
         let answer = parse_move(&before, answer);
         check_nature(&before, answer, &classify_move_in_game(Some((&earlier, check)), &before, answer), expected);
     }
+}
+
+/// 26.3 (走动其他棋子应将后产生新的“捉”或“杀”，判“捉”或“杀”) and 26.5 (无直接参与且是己方走子造成被捉状态，
+/// 不予考虑) in a ruling: Red's rook checks from e2 and goes back to h2 (check, idle: allowed);
+/// Black blocks with the horse on e6, cutting the red rook a6's guard of the horse i6, and goes
+/// back to c7, attacking the rook a6. The block is a chase of Black's own making, so Black chases
+/// with every move and must vary: the third occurrence comes with Black's move at ply 8, and
+/// Black loses with its second move after it, at ply 12 (25.3). Read as idle, the block would leave Black
+/// an idle move and a chase, allowed, and the cycle would be drawn (25.2).
+#[test]
+fn article_26_3_a_block_that_cuts_a_root_chases_in_a_ruling() {
+    let game = cycle(
+        ROOT_CUT,
+        &["h2e2", "c7e6", "e2h2", "e6c7"],
+        &["check", "chase i6 unprotected", "idle", "chase a6 rook unprotected"],
+    );
+    assert_eq!(game.len(), 12);
+    assert_win(&game, Color::Red, Reason::PerpetualChase, "25.3");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -751,9 +837,24 @@ const OFFERS: &[(&str, &str, &str, &str)] = &[
         "chase c5 unprotected",
     ),
     (
-        "against a horse guarded by one elephant: after the horses are exchanged the rook takes \
-         the elephant, the guard is lost: a chase",
+        "against a horse guarded by one elephant: the horse can accept, taking e4 (the pawn e3 \
+         takes back), and the elephant is not lost: an exchange, idle (26.11), though by the plain \
+         balance of 24 (the horse takes first, the elephant takes back, the rook takes the \
+         elephant) Red would win an elephant",
+        "4k4/9/4b4/9/2n6/4N4/4P4/9/R8/3K5 w - - 0 1",
+        "a1a5",
+        "idle",
+    ),
+    (
+        "the same with the horse e4 unguarded: accepting wins it, the elephant is not lost: idle",
         "4k4/9/4b4/9/2n6/4N4/9/9/R8/3K5 w - - 0 1",
+        "a1a5",
+        "idle",
+    ),
+    (
+        "against a horse guarded by the rook h5 along rank 5: once the horse has taken e4 the rook \
+         a5 takes the unguarded rook h5, the root is lost: a chase (26.11)",
+        "4k4/9/9/9/2n4r1/4N4/4P4/9/R8/3K5 w - - 0 1",
         "a1a5",
         "chase c5 protected",
     ),
@@ -776,10 +877,11 @@ const OFFERS: &[(&str, &str, &str, &str)] = &[
         "idle",
     ),
     (
-        "rook and cannon against a cannon guarded by one elephant: a chase",
+        "rook and cannon against a cannon guarded by one elephant: the cannon can take c1 over the \
+         pawn, the elephant is not lost: idle (26.11)",
         "4k4/9/4b4/9/2c6/9/2P6/9/R1C6/3K5 w - - 0 1",
         "a1a5",
-        "chase c5 protected",
+        "idle",
     ),
 ];
 
@@ -828,6 +930,18 @@ fn articles_26_10_and_26_11_decide_rulings() {
     let guarded =
         cycle("4k4/9/b3b4/9/2n6/4N4/9/9/R5c2/3K5 w - - 0 1", &rook, &["idle", "idle", "chase g1 unprotected", "idle"]);
     assert_draw(&guarded, Reason::AllowedRepetition, "25.2");
+    // 26.11's accepted exchange: with one elephant the horse can accept and keep its root, an
+    // exchange, where article 24's balance alone would see a chase and a lost game; with the rook
+    // h5 for a root, accepting loses it, a chase.
+    let accepted =
+        cycle("4k4/9/4b4/9/2n6/4N4/4P4/9/R5c2/3K5 w - - 0 1", &rook, &["idle", "idle", "chase g1 unprotected", "idle"]);
+    assert_draw(&accepted, Reason::AllowedRepetition, "25.2");
+    let root_lost = cycle(
+        "4k4/9/9/9/2n4r1/4N4/4P4/9/R5c2/3K5 w - - 0 1",
+        &rook,
+        &["chase c5 protected", "idle", "chase g1 unprotected", "idle"],
+    );
+    assert_win(&root_lost, Color::Black, Reason::PerpetualChase, "25.3");
 }
 
 /// King and pawn moves that attack: (what, FEN, move, nature). The crossed red pawn steps e5-f5

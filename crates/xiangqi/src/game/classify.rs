@@ -172,15 +172,16 @@ fn mates_by_checks(pos: &Position, checks_left: u32) -> bool {
 /// A chase is a capture with gain that the move creates: by the moved piece, or by another piece
 /// it uncovers or joins (24, 26.2), or through a check that wins the piece whatever the reply.
 /// Captures that were already possible before the move, by the same piece, do not count (the
-/// rook that still attacks the same advisor after sliding is idle). Chases by the king or a pawn
+/// rook that still attacks the same advisor after sliding is idle); in check, attacks that
+/// already won material though the check kept them from being played. Chases by the king or a pawn
 /// are allowed (26.1) and left out, unless they are the other pieces' chases that the king's or
 /// pawn's move uncovered, or captures that win only together with another piece (26.2). A king
 /// move that answers check never chases or threatens mate (26.3). A defending side's lone
 /// attacking piece chases no advisor or elephant (26.4). An exchange offer that the other side
 /// cannot take without being mated or losing material chases the piece offered to (26.10);
 /// otherwise it is idle (兑), like a rook and horse (cannon) in contact with a protected horse
-/// (cannon) that can take the offered piece without loss (26.11: the exchange on its point gains
-/// nothing). [`classify_move_in_game`] also knows the move before (26.5).
+/// (cannon) that can take the horse (cannon) without losing a root (26.11). [`classify_move_in_game`]
+/// also knows the move before (26.5).
 ///
 /// ```
 /// use xiangqi::{Position, game::{classify_move, MoveNature}};
@@ -212,11 +213,14 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
 
     let old: Vec<(Square, Square)> =
         gainful_captures(before).into_iter().map(|(a, t)| (if a == mv.from() { mv.to() } else { a }, t)).collect();
-    // In check, captures that did not answer the check were illegal but the attacks were there:
-    // answering the check does not make them new (26.3 counts only new chases).
-    let attacked_before = |attacker: Square, target: Square| {
+    // In check, captures that did not answer the check were illegal, but one that would have won
+    // material was there all along: answering the check does not make it new (26.3 counts only
+    // new chases). One that the answer made winning, by cutting the target's root, is new.
+    let won_before = |attacker: Square, target: Square| {
         let origin = if attacker == mv.to() { mv.from() } else { attacker };
-        before.is_check() && before.pseudo_attacks(origin).contains(target)
+        before.is_check()
+            && before.pseudo_attacks(origin).contains(target)
+            && capture_gain(before, Move::new(origin, target)) > 0
     };
     // 26.4: chases of advisors and elephants that come with a lone attacker's move are idle.
     let spared = if lone_attacker_moved(&after, mv) {
@@ -229,7 +233,7 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
     let mut single = Bitboard::EMPTY;
     for (attacker, target) in gainful_captures(&threats) {
         let kind = threats.piece_at(attacker).map(|p| p.kind);
-        if old.contains(&(attacker, target)) || attacked_before(attacker, target) {
+        if old.contains(&(attacker, target)) || won_before(attacker, target) {
             continue;
         }
         let bit = Bitboard::from_square(target);
@@ -256,6 +260,7 @@ pub fn classify_move(before: &Position, mv: Move) -> Natures {
         }
     }
     natures.jointly_chased &= !single;
+    drop_accepted_exchanges(&mut natures, &after, &threats);
     let (won_now, unprotected_now) = won_through_check(&threats);
     let through_check = won_now & !won_through_check(before).0 & !spared;
     natures.chased |= through_check;
@@ -286,6 +291,55 @@ fn lone_attacker_moved(after: &Position, mv: Move) -> bool {
         .map(|kind| after.piece_bb(Piece::new(mover, kind)))
         .fold(Bitboard::EMPTY, |all, b| all | b);
     attackers == Bitboard::from_square(mv.to()) && after.material(mover) < after.material(!mover)
+}
+
+/// 26.11 (车马同时与马(车炮同时与炮)产生接触，兑和捉的判断 ... 被接触的马(炮)有根，且主动接受邀兑后其
+/// “根”无损失，按“兑”处理): takes out of `natures` the protected horses (cannons) that only a rook
+/// and a horse (cannon) attack, together, where the contacted piece can accept the exchange, taking
+/// the horse (cannon) that attacks it, and none of its roots can be won after it has: an exchange
+/// offer, idle, though the plain balance of article 24 (the horse takes first, a root takes back,
+/// the rook takes the root) would make it a chase. The contacted piece is the subject of the
+/// article's sentence, so it is the one that "actively accepts". A piece the rook side adds
+/// (车方增加其他参与子力) leaves article 24 to judge, as does an unprotected contacted piece (无根:
+/// a chase).
+fn drop_accepted_exchanges(natures: &mut Natures, after: &Position, threats: &Position) {
+    let theirs = |kind| threats.piece_bb(Piece::new(after.turn(), kind));
+    let candidates = natures.jointly_chased & (theirs(PieceKind::Horse) | theirs(PieceKind::Cannon));
+    for target in candidates.into_iter().filter(|&target| exchange_accepted(after, threats, target)) {
+        let kept = !Bitboard::from_square(target);
+        natures.chased &= kept;
+        natures.chased_unprotected &= kept;
+        natures.jointly_chased &= kept;
+    }
+}
+
+/// Whether `target`, attacked in `threats` by exactly a rook and a piece of its own kind that it
+/// can take in `after`, has roots, none of which can be won once it has taken that piece (see
+/// [`drop_accepted_exchanges`]).
+fn exchange_accepted(after: &Position, threats: &Position, target: Square) -> bool {
+    let attackers: Vec<Square> = threats.legal_moves().iter().filter(|m| m.to() == target).map(|m| m.from()).collect();
+    let kind = |sq: Square| threats.piece_at(sq).map(|p| p.kind);
+    let offered = match attackers[..] {
+        [a, b] if kind(a) == Some(PieceKind::Rook) => b,
+        [a, b] if kind(b) == Some(PieceKind::Rook) => a,
+        _ => return false,
+    };
+    let accept = Move::new(target, offered);
+    if kind(offered) != kind(target) || !after.is_legal(accept) {
+        return false;
+    }
+    // The roots: the pieces that would take back on the contacted piece's point.
+    let mut taken = threats.clone();
+    taken.play_unchecked(Move::new(offered, target));
+    let roots: Bitboard = taken
+        .legal_moves()
+        .iter()
+        .filter(|m| m.to() == target)
+        .fold(Bitboard::EMPTY, |roots, m| roots | Bitboard::from_square(m.from()));
+    let mut accepted = after.clone();
+    accepted.play_unchecked(accept);
+    !roots.is_empty()
+        && !accepted.legal_moves().iter().any(|&m| roots.contains(m.to()) && capture_gain(&accepted, m) > 0)
 }
 
 /// 26.10 (同兵种邀兑，被邀兑方兑子后立即被杀或子力价值受损，邀兑方按“捉”处理): the enemy pieces of
@@ -369,13 +423,32 @@ pub fn classify_move_in_game(prev: Option<(&Position, Move)>, before: &Position,
         let mut after = before.clone();
         after.play_unchecked(mv);
         natures.mate_threat &= unchecked.mate_threat;
-        natures.chased &= unchecked.chased | after.pseudo_attacks(mv.to());
+        natures.chased &= unchecked.chased | after.pseudo_attacks(mv.to()) | roots_cut(before, &after, natures.chased);
         natures.chased_rooks &= natures.chased;
         natures.chased_unprotected &= natures.chased;
         natures.jointly_chased &= natures.chased;
         natures.pawn_chased &= unchecked.pawn_chased;
     }
     natures
+}
+
+/// Of `targets`, chased after `after` (the answer to the check in `before`), the pieces whose root
+/// the answer itself cut: protected on `before` against a capture possible there too, and
+/// unprotected after. The answer took direct part in that chase, which 26.5 does not spare (无直接
+/// 参与...不予考虑). The board before the check, by which 26.5 is judged otherwise, misses such a
+/// cut where the checking move brought the root (a horse that checks and guards over one leg).
+fn roots_cut(before: &Position, after: &Position, targets: Bitboard) -> Bitboard {
+    let threats = after.with_turn(before.turn());
+    threats
+        .legal_moves()
+        .iter()
+        .filter(|m| {
+            targets.contains(m.to())
+                && before.pseudo_attacks(m.from()).contains(m.to())
+                && is_protected(before, m.from(), m.to())
+                && !is_protected(&threats, m.from(), m.to())
+        })
+        .fold(Bitboard::EMPTY, |cut, m| cut | Bitboard::from_square(m.to()))
 }
 
 /// `answer` classified on `earlier`, the board before the opponent's check, with the answering

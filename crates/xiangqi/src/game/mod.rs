@@ -109,9 +109,10 @@ pub struct GameConfig {
     /// leads by at least this many pawns of material ([`Position::material`]) is won by that
     /// side ([`Reason::MaterialAdjudication`]) instead of drawn. `None` keeps the rules' draws.
     pub material_adjudication: Option<u32>,
-    /// For self-play: a repetition the rules call a draw ([`Reason::AllowedRepetition`]) is
-    /// lost by the side whose move completed it ([`Reason::RepetitionAdjudication`]). Forbidden
-    /// repetitions (perpetual check, chase) are ruled as the rules say. `false` keeps the draws.
+    /// For self-play: a repetition the rules call a draw ([`Reason::AllowedRepetition`],
+    /// [`Reason::MutualForbidden`]) is lost by the side whose move completed it
+    /// ([`Reason::RepetitionAdjudication`]). Repetitions lost by a forbidden side (perpetual
+    /// check, chase) are ruled as the rules say. `false` keeps the draws.
     pub repeater_loses: bool,
 }
 
@@ -142,8 +143,11 @@ pub enum Reason {
     PerpetualMateThreat,
     /// One side mixed checks, mate threats and chases (一将一捉 and the like).
     MixedForbidden,
-    /// A repetition in which neither side (or both sides equally) broke the rules.
+    /// A repetition in which neither side's moves are forbidden (2011: 25.2; 1999: 26.2).
     AllowedRepetition,
+    /// A repetition in which both sides' moves are forbidden and neither must vary, or both
+    /// must (2011: 26.9; 1999: 26.3, 27.2): a draw, though neither side's moves are allowed.
+    MutualForbidden,
     /// Too many plies without a capture.
     NaturalMoveLimit,
     /// Neither side has material left to win with.
@@ -171,6 +175,7 @@ impl Reason {
             Reason::PerpetualMateThreat => "perpetual_mate_threat",
             Reason::MixedForbidden => "mixed_forbidden",
             Reason::AllowedRepetition => "allowed_repetition",
+            Reason::MutualForbidden => "mutual_forbidden",
             Reason::NaturalMoveLimit => "natural_move_limit",
             Reason::NoPossibleWin => "no_possible_win",
             Reason::MaxLength => "max_length",
@@ -303,6 +308,10 @@ struct Ply {
     mv: Move,
     /// Hash of the position after the move.
     hash: u64,
+    /// Whether the mover's last nine moves, this one the newest, were forbidden over a tour
+    /// (see [`Game::tours_forbidden`]; 2011 only): worked out once, when the move is played, as
+    /// the nine-round rule looks at each side's moves again while the other side moves.
+    toured: bool,
 }
 
 /// A game: a start position, its moves and its adjudication under a [`GameConfig`].
@@ -459,13 +468,17 @@ impl Game {
         debug_assert!(!self.outcome.is_over() && self.legal.contains(&mv));
         let mover = self.pos.turn();
         let capture = self.pos.play_unchecked(mv).is_some();
-        self.plies.push(Ply { mv, hash: self.pos.hash() });
+        self.plies.push(Ply { mv, hash: self.pos.hash(), toured: false });
         if capture {
             self.anchor = self.pos.clone();
             self.anchor_ply = self.plies.len();
             self.checks_since_anchor = [0; 2];
-        } else if self.pos.is_check() {
-            self.checks_since_anchor[mover.index()] += 1;
+        } else {
+            if self.pos.is_check() {
+                self.checks_since_anchor[mover.index()] += 1;
+            }
+            let last = self.plies.len() - 1;
+            self.plies[last].toured = self.config.ruleset == Ruleset::Chinese2011 && self.tours_forbidden(last);
         }
         self.pos.legal_moves_into(&mut self.legal);
         self.outcome = self.judge();
@@ -497,16 +510,8 @@ impl Game {
         if natural_first && self.natural_limit_reached() {
             return self.natural_limit_draw();
         }
-        // While a side has its rounds to vary in (23.5), the nine-round rule waits too: it rules as
-        // a repetition would.
-        match self.judge_repetition() {
-            Some(Ruling::Given(outcome)) => return self.repetition_end(outcome),
-            Some(Ruling::Pending(_)) => {}
-            None => {
-                if let Some(outcome) = self.judge_nine_rounds() {
-                    return self.repetition_end(outcome);
-                }
-            }
+        if let Some(Ruling::Given(outcome)) = self.judge_repetition() {
+            return self.repetition_end(outcome);
         }
         if !natural_first && self.natural_limit_reached() {
             return self.natural_limit_draw();
@@ -542,11 +547,11 @@ impl Game {
         Outcome::Win { winner, verdict: self.verdict(Reason::MaterialAdjudication, "self-play material adjudication") }
     }
 
-    /// A repetition's ruling, unless self-play gives an allowed repetition to the side that did
-    /// not complete it.
+    /// A repetition's ruling, unless self-play gives a drawn repetition to the side that did not
+    /// complete it.
     fn repetition_end(&self, ruling: Outcome) -> Outcome {
-        let allowed = ruling.verdict().is_some_and(|v| v.reason == Reason::AllowedRepetition);
-        if !(allowed && self.config.repeater_loses) {
+        let drawn = matches!(ruling, Outcome::Draw { .. });
+        if !(drawn && self.config.repeater_loses) {
             return ruling;
         }
         let verdict = self.verdict(Reason::RepetitionAdjudication, "self-play repetition adjudication");
@@ -603,19 +608,34 @@ impl Game {
         2 * (checks.into_iter().max().unwrap_or(0) as usize).saturating_sub(10)
     }
 
-    /// At the third occurrence of the current position (same side to move) since the last
-    /// capture, rules on the cycle of moves between its first occurrence and now. The ruling is
-    /// given at once for a perpetual check and under the WXF and simple rules; under the Chinese
-    /// rules the side that must vary has rounds to do so first (see [`Game::moves_to_vary`]), and
-    /// the ruling is pending while they last and every ply keeps the repetition going.
+    /// Rules on a pending position (待判局面, 23.1): the third occurrence of the current position
+    /// (same side to move) since the last capture, ruled on the cycle of moves between its first
+    /// occurrence and now; or, under the 2011 rules, nine rounds of forbidden moves, ruled on
+    /// those rounds (23.4, see [`Game::nine_rounds`]). Either way the ruling is given at once for
+    /// a perpetual check and under the WXF and simple rules; under the Chinese rules the side
+    /// that must vary has rounds to do so first (see [`Game::moves_to_vary`]), and the ruling is
+    /// pending while they last and every ply keeps the position pending. The two ways run on one
+    /// clock: where both hold with the same winner, the earlier start counts.
     fn judge_repetition(&self) -> Option<Ruling> {
-        let first = self.cycle_start(3)?;
-        let ruling = self.rule_since(first);
-        let due = self.moves_to_vary(ruling, self.plies.len() - first);
+        let n = self.plies.len();
+        let threefold = self.cycle_start(3).map(|first| {
+            let ruling = self.rule_since(first);
+            (ruling, self.moves_to_vary(ruling, n - first), self.pending_since())
+        });
+        // A threefold ruling given at once leaves nothing for the nine rounds to add.
+        let nine = if threefold.is_some_and(|(_, due, _)| due == 0) { None } else { self.nine_rounds() };
+        let (ruling, due, since) = match (threefold, nine) {
+            (Some((ruling, due, since)), Some((nine, nine_since))) if nine.winner() == ruling.winner() => {
+                (ruling, due, since.min(nine_since))
+            }
+            (Some(threefold), _) => threefold,
+            (None, Some((ruling, since))) => (ruling, self.moves_to_vary(ruling, 2 * NINE_ROUNDS), since),
+            (None, None) => return None,
+        };
         if due == 0 {
             return Some(Ruling::Given(ruling));
         }
-        let played = self.plies.len() - self.pending_since();
+        let played = n - since;
         let last_mover = !self.pos.turn();
         let given = match ruling {
             // A draw waits for both sides' rounds.
@@ -759,57 +779,90 @@ impl Game {
 
     /// Rules on the moves from the position after `first` plies to now (see [`Span`]).
     fn rule_since(&self, first: usize) -> Outcome {
-        let span = self.span(first);
+        self.rule_span(first, self.plies.len())
+    }
+
+    /// Rules on the moves from the position after `first` plies to the one after `end`.
+    fn rule_span(&self, first: usize, end: usize) -> Outcome {
+        let span = self.span(first, end);
         ruling::rule(self.config.ruleset, span.positions(), span.moves(), span.entry())
     }
 
-    /// The positions from the one after `first` plies on and the moves played from them, with
-    /// the move that reached the first of them.
-    fn span(&self, first: usize) -> Span {
-        let n = self.plies.len();
+    /// The positions from the one after `first` plies to the one before the `end`-th ply and the
+    /// moves played from them, with the move that reached the first of them.
+    fn span(&self, first: usize, end: usize) -> Span {
         let from = first.saturating_sub(1);
-        let mut positions = Vec::with_capacity(n - from);
+        let mut positions = Vec::with_capacity(end - from);
         let mut pos = self.position_at(from);
-        for ply in &self.plies[from..n] {
+        for ply in &self.plies[from..end] {
             positions.push(pos.clone());
             pos.play_unchecked(ply.mv);
         }
-        let moves = self.plies[from..n].iter().map(|p| p.mv).collect();
+        let moves = self.plies[from..end].iter().map(|p| p.mv).collect();
         Span { positions, moves, with_entry: from < first }
     }
 
     /// 23.4, the nine-round rule (2011 only): a side that has made nothing but forbidden moves
-    /// (checks, mate threats, chases) for nine rounds over three or more points is ruled as in a
-    /// repetition, on those nine rounds, though no position occurred three times. "Over three or
-    /// more points" is read as a tour: the points its last nine moves left and the points they
-    /// reached are the same set, of three or more points, so a side that makes progress (a run
-    /// of checks towards mate, a chase that follows the piece to new points) is not caught. The
-    /// rule's "moves without purpose" (无积极意义的允许着法) are not judged.
-    ///
-    /// Only the side that just moved is looked at: its ninth move completes the rounds. The
-    /// tour is a few bit operations; moves are classified only when it holds, newest first,
-    /// stopping at the first idle one.
-    fn judge_nine_rounds(&self) -> Option<Outcome> {
-        const PLIES: usize = 18;
-        let n = self.plies.len();
-        if self.config.ruleset != Ruleset::Chinese2011 || n < self.first_counted() + PLIES {
+    /// (checks, mate threats, chases) for nine rounds over three or more points makes a pending
+    /// position, though no position occurred three times, and is ruled "by the provisions for
+    /// pending positions" (按待判局面的有关规定进行裁决): on the last nine rounds of both sides,
+    /// with the rounds to vary of 23.5. Returns that ruling and the ply count from which on the
+    /// rule has held with it at every ply (looked for no further back than the rounds to vary
+    /// reach), or `None` when it does not hold now. A move that is no longer forbidden, or that
+    /// leaves the tour, ends the wait, as does a move of the other side that changes the ruling
+    /// (it varied); nine new rounds are needed to come back.
+    fn nine_rounds(&self) -> Option<(Outcome, usize)> {
+        if self.config.ruleset != Ruleset::Chinese2011 {
             return None;
         }
-        let first = n - PLIES;
+        let n = self.plies.len();
+        let ruling = self.nine_rounds_at(n)?;
+        let reach = 2 * self.moves_to_vary(ruling, 2 * NINE_ROUNDS);
+        let mut since = n;
+        while n - since < reach && self.nine_rounds_at(since - 1) == Some(ruling) {
+            since -= 1;
+        }
+        Some((ruling, since))
+    }
+
+    /// The 23.4 ruling on the position after `end` plies: when the last nine moves of either side
+    /// up to there were forbidden and toured three or more points (see [`Game::tours_forbidden`]),
+    /// the ruling on the last nine rounds, citing 23.4. The side that did not make the last move
+    /// is looked at too: the other side's move leaves its rounds as they were, and a pending
+    /// position pending.
+    fn nine_rounds_at(&self, end: usize) -> Option<Outcome> {
+        // A flag from before the last capture looked at moves the capture put out of reach.
+        let toured = |last: Option<usize>| {
+            last.is_some_and(|last| last + 2 >= self.anchor_ply + 2 * NINE_ROUNDS && self.plies[last].toured)
+        };
+        if !toured(end.checked_sub(1)) && !toured(end.checked_sub(2)) {
+            return None;
+        }
+        let first = end.saturating_sub(2 * NINE_ROUNDS).max(self.anchor_ply);
+        Some(with_article(self.rule_span(first, end), "23.4"))
+    }
+
+    /// Whether the side that made the ply with index `last` made nine moves up to it since the
+    /// last capture (the first ply of a game set up by FEN among them), all forbidden (classified
+    /// newest first, stopping at the first idle one), over a tour: the points they left and the
+    /// points they reached are the same set, of three or more points. A side that makes progress
+    /// (a run of checks towards mate, a chase that follows the piece to new points) tours
+    /// nothing and is not caught; the rule's "moves without purpose" (无积极意义的允许着法) are not
+    /// judged. The tour is a few bit operations; the moves are classified only when it holds.
+    fn tours_forbidden(&self, last: usize) -> bool {
+        let Some(first) = (last + 2).checked_sub(2 * NINE_ROUNDS).filter(|&first| first >= self.anchor_ply) else {
+            return false;
+        };
         let (mut left, mut reached) = (Bitboard::EMPTY, Bitboard::EMPTY);
-        for ply in self.plies[first + 1..].iter().step_by(2) {
+        for ply in self.plies[first..=last].iter().step_by(2) {
             left |= Bitboard::from_square(ply.mv.from());
             reached |= Bitboard::from_square(ply.mv.to());
         }
         if left != reached || left.count() < 3 {
-            return None;
+            return false;
         }
-        let span = self.span(first);
-        if !ruling::forbidden_throughout(span.positions(), span.moves(), span.entry()) {
-            return None;
-        }
-        let ruling = ruling::rule(self.config.ruleset, span.positions(), span.moves(), span.entry());
-        Some(with_article(ruling, "23.4"))
+        let span = self.span(first, last + 1);
+        ruling::forbidden_throughout(span.positions(), span.moves(), span.entry())
     }
 
     /// The position after `ply_index` plies, replayed from the anchor or, before it, the start.
@@ -826,6 +879,9 @@ impl Game {
         if ply_index == 0 { self.start.hash() } else { self.plies[ply_index - 1].hash }
     }
 }
+
+/// The rounds of the nine-round rule (23.4).
+const NINE_ROUNDS: usize = 9;
 
 /// A repetition's ruling: given, or pending while the side it names may still vary (23.5).
 enum Ruling {

@@ -7,6 +7,7 @@ use super::{Outcome, Reason, Ruleset, Verdict};
 use crate::bitboard::Bitboard;
 use crate::position::Position;
 use crate::types::{Color, Move};
+use Reason::{AllowedRepetition, MutualForbidden};
 
 /// What one side did over the cycle.
 #[derive(Default)]
@@ -154,14 +155,15 @@ fn rule_1999(red: &Conduct, black: &Conduct) -> Outcome {
     match (red.perpetual_check(), black.perpetual_check()) {
         (true, false) => return loses(ruleset, Color::Red, Reason::PerpetualCheck, "26.1"),
         (false, true) => return loses(ruleset, Color::Black, Reason::PerpetualCheck, "26.1"),
-        (true, true) => return draw(ruleset, "26.3"),
+        (true, true) => return draw(ruleset, MutualForbidden, "26.3"),
         (false, false) => {}
     }
     match (red.forbidden(), black.forbidden()) {
-        (false, false) => draw(ruleset, "26.2"),
-        (true, true) => draw(ruleset, "26.3"),
-        (true, false) if black.attacks_throughout_1999() => draw(ruleset, "27.2"),
-        (false, true) if red.attacks_throughout_1999() => draw(ruleset, "27.2"),
+        (false, false) => draw(ruleset, AllowedRepetition, "26.2"),
+        (true, true) => draw(ruleset, MutualForbidden, "26.3"),
+        // The pawn's attacks count as chases (按捉處理): both sides attack throughout.
+        (true, false) if black.attacks_throughout_1999() => draw(ruleset, MutualForbidden, "27.2"),
+        (false, true) if red.attacks_throughout_1999() => draw(ruleset, MutualForbidden, "27.2"),
         (true, false) => loses(ruleset, Color::Red, red.reason(), "26.4"),
         (false, true) => loses(ruleset, Color::Black, black.reason(), "26.4"),
     }
@@ -173,14 +175,14 @@ fn rule_2011(ruleset: Ruleset, red: &Conduct, black: &Conduct) -> Outcome {
     match (red.perpetual_check(), black.perpetual_check()) {
         (true, false) => return loses(ruleset, Color::Red, Reason::PerpetualCheck, "25.1"),
         (false, true) => return loses(ruleset, Color::Black, Reason::PerpetualCheck, "25.1"),
-        (true, true) => return draw(ruleset, "26.9"),
+        (true, true) => return draw(ruleset, MutualForbidden, "26.9"),
         (false, false) => {}
     }
     if ruleset == Ruleset::Simple {
-        return draw(ruleset, "25.2");
+        return draw(ruleset, AllowedRepetition, "25.2");
     }
     match (red.forbidden(), black.forbidden()) {
-        (false, false) => draw(ruleset, "25.2"),
+        (false, false) => draw(ruleset, AllowedRepetition, "25.2"),
         (true, false) => loses(ruleset, Color::Red, red.reason(), "25.3"),
         (false, true) => loses(ruleset, Color::Black, black.reason(), "25.3"),
         (true, true) => match (red.must_vary(), black.must_vary()) {
@@ -190,7 +192,7 @@ fn rule_2011(ruleset: Ruleset, red: &Conduct, black: &Conduct) -> Outcome {
             // chase of them is the one to vary (26.9's second and third cases).
             (true, true) if outchased(red, black) => loses(ruleset, Color::Red, red.reason(), "26.9"),
             (true, true) if outchased(black, red) => loses(ruleset, Color::Black, black.reason(), "26.9"),
-            _ => draw(ruleset, "26.9"),
+            _ => draw(ruleset, MutualForbidden, "26.9"),
         },
     }
 }
@@ -264,11 +266,12 @@ fn rule_wxf(positions: &[Position], moves: &[Move], entry: Option<(&Position, Mo
     match (red.perpetual_check(), black.perpetual_check()) {
         (true, false) => loses(ruleset, Color::Red, Reason::PerpetualCheck, "25.1"),
         (false, true) => loses(ruleset, Color::Black, Reason::PerpetualCheck, "25.1"),
-        (true, true) => draw(ruleset, "WXF repetition"),
+        (true, true) => draw(ruleset, MutualForbidden, "WXF repetition"),
         (false, false) => match (red.perpetual_chase(), black.perpetual_chase()) {
             (true, false) => loses(ruleset, Color::Red, Reason::PerpetualChase, "WXF chase"),
             (false, true) => loses(ruleset, Color::Black, Reason::PerpetualChase, "WXF chase"),
-            _ => draw(ruleset, "WXF repetition"),
+            (true, true) => draw(ruleset, MutualForbidden, "WXF repetition"),
+            (false, false) => draw(ruleset, AllowedRepetition, "WXF repetition"),
         },
     }
 }
@@ -278,7 +281,7 @@ fn loses(ruleset: Ruleset, loser: Color, reason: Reason, article: &'static str) 
     Outcome::Win { winner: !loser, verdict: Verdict { reason, ruleset, article } }
 }
 
-/// An allowed repetition.
-fn draw(ruleset: Ruleset, article: &'static str) -> Outcome {
-    Outcome::Draw { verdict: Verdict { reason: Reason::AllowedRepetition, ruleset, article } }
+/// A drawn repetition: of allowed moves, or of forbidden moves on both sides.
+fn draw(ruleset: Ruleset, reason: Reason, article: &'static str) -> Outcome {
+    Outcome::Draw { verdict: Verdict { reason, ruleset, article } }
 }
