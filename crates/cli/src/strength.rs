@@ -44,12 +44,15 @@ pub struct Tracker {
     pub share: f64,
 }
 
+/// The published models whose weights are kept, oldest first.
 fn published(models: &Path) -> Vec<u64> {
     let mut versions: Vec<u64> = std::fs::read_dir(models)
         .map(|dir| {
             dir.filter_map(|e| {
                 let name = e.ok()?.file_name().to_string_lossy().into_owned();
-                name.strip_prefix('v')?.strip_suffix(".json")?.parse().ok()
+                let version: u64 = name.strip_prefix('v')?.strip_suffix(".json")?.parse().ok()?;
+                // A run resumed from a light state keeps the latest model's weights alone.
+                models.join(format!("v{version}.safetensors")).exists().then_some(version)
             })
             .collect()
         })
@@ -196,6 +199,16 @@ mod tests {
         assert_eq!(next_to_measure(&[1, 2, 3, 4], &BTreeSet::from([3])), Some(4));
         assert_eq!(next_to_measure(&[1, 2], &BTreeSet::from([1, 2])), None);
         assert_eq!(next_to_measure(&[], &BTreeSet::new()), None);
+    }
+
+    #[test]
+    fn a_model_whose_weights_were_not_kept_is_not_measured() {
+        let dir = tempfile::tempdir().unwrap();
+        // v1 as a light state leaves it: its metadata without its weights.
+        for name in ["v1.json", "v2.json", "v2.safetensors", "registry.json"] {
+            std::fs::write(dir.path().join(name), "").unwrap();
+        }
+        assert_eq!(published(dir.path()), [2]);
     }
 
     #[test]

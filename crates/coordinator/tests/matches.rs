@@ -223,6 +223,13 @@ async fn a_pair_counts_once_and_only_as_the_rules_end_it_from_its_opening() {
     let games = pair_to_wire(&play_pair(&spec, assignment.pair, &mut a, &mut b).unwrap());
     let submit =
         |games: Vec<PlayedGame>, pair: u32| SubmitPairRequest { worker_id: id.clone(), match_id: job.id, pair, games };
+    // The other pair is not leased to this worker yet: refused before its games are looked at.
+    let unleased = worker.submit_pair(submit(games.clone(), 1 - assignment.pair)).await.unwrap_err();
+    assert_eq!(unleased.code(), Code::FailedPrecondition, "{unleased:?}");
+    assert!(unleased.message().contains("never handed out"), "{}", unleased.message());
+    // Leased, it is replayed, and this pair's games do not start from its opening.
+    let other = worker.take_pair(TakePairRequest { worker_id: id.clone(), ..Default::default() }).await.unwrap();
+    assert_eq!(other.into_inner().pair.map(|p| p.pair), Some(1 - assignment.pair));
     // A forged result, a game cut short, another pair's opening, one game: refused, nothing counted.
     let mut forged = games.clone();
     forged[0].result = if forged[0].result == "draw" { "red".into() } else { "draw".into() };
