@@ -206,16 +206,7 @@ fn restore_run_files(state: &RunState, run: &RunFolder) -> Result<bool> {
 
 /// Copies the run's own files to its state.
 fn save_run_files(state: &RunState, run: &RunFolder) -> Result<()> {
-    let mut files = Vec::new();
-    // The settings last, as they are restored.
-    for name in RunState::RUN_FILES.iter().rev() {
-        match std::fs::read(run.root().join(name)) {
-            Ok(bytes) => files.push((name, bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("reading {}", run.root().join(name).display())),
-        }
-    }
-    DatasetLocation::parse(&state.run())?.put_files(files)?;
+    DatasetLocation::parse(&state.run())?.put_files(run.state_files()?)?;
     Ok(())
 }
 

@@ -1,6 +1,6 @@
 //! `xqz state light`: a stopped run's light state, small enough to carry anywhere (a repository
-//! commit, another machine) and resumed by `xqz run --state`: its settings, the trainer's latest
-//! checkpoint with its optimizer and counters, every model's metadata with the latest model's
+//! commit, another machine) and resumed by `xqz run --state`: its settings, the trainer's
+//! checkpoint published last with its optimizer and counters, every model's metadata with the latest model's
 //! weights, the settings versions. No dataset: the resumed run refills its replay window with
 //! fresh self-play (docs/TRAINING.md, "A run that outlives its machine").
 
@@ -46,15 +46,7 @@ fn light(args: &LightArgs) -> Result<()> {
     let trainer = xqz_trainer::light_state_files(run.trainer().root())?;
     anyhow::ensure!(!trainer.is_empty(), "{} has no checkpoint yet: nothing to resume from", run.root().display());
     let coordinator = xqz_coordinator::light_state_files(&run.coordinator_dir())?;
-    let mut own = Vec::new();
-    for name in RunState::RUN_FILES.iter().rev() {
-        let path = run.root().join(name);
-        match std::fs::read(&path) {
-            Ok(bytes) => own.push((name.to_string(), bytes)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-        }
-    }
+    let own = run.state_files()?.into_iter().map(|(name, bytes)| (name.to_string(), bytes)).collect();
     let state = RunState::new(&args.out);
     let mut bytes = 0;
     // The run's settings last: `xqz run --state` takes a state with them as a run to resume.

@@ -39,10 +39,11 @@ const OLD_KEY_LOG: &str = CoordinatorFolder::OLD_KEY_LOG;
 /// model's weights, the registry, the settings history. The worker-id key and the idempotency
 /// log stay behind (a light state may be committed to a repository; its workers register anew).
 pub fn light_state_files(data: &Path) -> Result<Vec<(String, Vec<u8>)>, CoordinatorError> {
-    let models = CoordinatorFolder::new(data).models_dir();
+    let folder = CoordinatorFolder::new(data);
+    let models = folder.models_dir();
     let read = |path: &Path| std::fs::read(path).at(path);
     let mut files = Vec::new();
-    let registry_path = models.join(REGISTRY_FILE);
+    let registry_path = folder.registry_file();
     if registry_path.exists() {
         let listing = read(&registry_path)?;
         let listed = registry::listed_files(&listing)
@@ -55,7 +56,7 @@ pub fn light_state_files(data: &Path) -> Result<Vec<(String, Vec<u8>)>, Coordina
         }
         files.push((REGISTRY_FILE.to_string(), listing));
     }
-    files.push((SETTINGS_FILE.to_string(), read(&data.join(SETTINGS_FILE))?));
+    files.push((SETTINGS_FILE.to_string(), read(&folder.settings_file())?));
     Ok(files)
 }
 

@@ -523,8 +523,7 @@ impl Board {
     /// nothing. A pair still wanted but not leased to `worker` is refused.
     pub fn count(&mut self, id: u64, pair: u32, worker: &str, games: [MatchGame; 2]) -> Result<Counted, CountError> {
         let data_dir = self.data_dir.clone();
-        if !self.wants(id, pair) {
-            self.job(id).ok_or(CountError::NoJob(id))?;
+        if !self.job(id).ok_or(CountError::NoJob(id))?.wants(pair) {
             return Ok(Counted { counted: false, gate: None });
         }
         self.check_lease(id, pair, worker)?;

@@ -145,6 +145,22 @@ impl RunFolder {
         write_atomic(&self.state_file(), format!("{}\n", state.location()).as_bytes())
     }
 
+    /// The run's own files that its state keeps ([`RunState::RUN_FILES`]) as (name, contents),
+    /// in the order to store them: the settings last, since their presence says a state holds a
+    /// run. A file the run has not written yet is left out.
+    pub fn state_files(&self) -> Result<Vec<(&'static str, Vec<u8>)>, IoError> {
+        let mut files = Vec::new();
+        for name in RunState::RUN_FILES.iter().rev() {
+            let path = self.root.join(name);
+            match std::fs::read(&path) {
+                Ok(bytes) => files.push((*name, bytes)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(IoError::at(&path)(e)),
+            }
+        }
+        Ok(files)
+    }
+
     fn started_file(&self) -> PathBuf {
         self.root.join("started_unix")
     }
