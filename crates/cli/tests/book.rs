@@ -374,11 +374,7 @@ fn book_grow_searches_with_the_shipped_model_and_resumes() {
 
 #[test]
 fn book_export_html_is_browsed_in_headless_chromium() {
-    let vars = ["XQZ_CHROMIUM", "XQZ_CHROMEDRIVER", "XQZ_PYTHON"].map(std::env::var_os);
-    let [Some(chromium), Some(chromedriver), Some(python)] = vars else {
-        eprintln!("skipped: XQZ_CHROMIUM, XQZ_CHROMEDRIVER and XQZ_PYTHON must all be set (scripts/test sets them)");
-        return;
-    };
+    let Some(browser) = xqz_test_support::browser::browser("the book's pages in a browser") else { return };
     let root = tempfile::tempdir().unwrap();
     let book = built(root.path());
     let html = root.path().join("html");
@@ -388,7 +384,13 @@ fn book_export_html_is_browsed_in_headless_chromium() {
     assert!(text(&out.stdout).contains(&format!("{pages} pages")), "{}", text(&out.stdout));
 
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/book_html.py");
-    let out = Command::new(python).arg(script).arg(&html).arg(chromium).arg(chromedriver).output().unwrap();
+    let out = Command::new(&browser.python)
+        .arg(script)
+        .arg(&html)
+        .arg(&browser.chromium)
+        .arg(&browser.chromedriver)
+        .output()
+        .unwrap();
     assert!(out.status.success() && text(&out.stdout).contains("ok"), "{}{}", text(&out.stdout), text(&out.stderr));
 
     let small = root.path().join("small");

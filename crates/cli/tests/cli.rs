@@ -292,32 +292,38 @@ fn bench_selfplay_json_counts_the_games_it_played() {
     assert!((l["moves_per_s"].as_f64().unwrap() - moves / secs).abs() < 1e-6 * moves / secs, "{l}");
     assert!(l["mean_batch"].as_f64().unwrap() >= 1.0, "{l}");
     // Self-play's precision is `auto`, resolved on this machine's CPU.
-    assert!(matches!(l["precision"].as_str(), Some("f32" | "bf16")), "{l}");
+    assert_eq!(l["precision"].as_str(), Some(auto_precision()), "{l}");
     let busy = l["busy_share_of_cores"].as_f64().unwrap();
     let cores = l["cores"].as_f64().unwrap();
     assert!(busy > 0.0 && (busy - l["cpu_s"].as_f64().unwrap() / (secs * cores)).abs() < 1e-9, "{l}");
 }
 
+/// The precision `auto` must resolve to on this machine, read from the kernel's CPU flags rather
+/// than from the feature detection the binary itself uses.
+fn auto_precision() -> &'static str {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let bf16 = cpuinfo.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "avx512_bf16"));
+    if bf16 { "bf16" } else { "f32" }
+}
+
 #[test]
 fn bench_precision_compares_bf16_with_f32_on_positions_of_a_dataset() {
-    use rand::SeedableRng;
-    use xqz_dataset::synthetic::{SyntheticConfig, random_game};
+    // Real positions: the shipped model's own self-play, where its policy and value mean something.
     let dir = tempfile::tempdir().unwrap();
-    let (mut writer, _) = xqz_dataset::DatasetWriter::open(dir.path(), Default::default()).unwrap();
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
-    for id in 0..4 {
-        let (game, samples) = random_game(&mut rng, id, &SyntheticConfig { max_plies: 30, ..Default::default() });
-        writer.append(game, samples).unwrap();
-    }
-    writer.finish().unwrap();
     let data = dir.path().to_str().unwrap();
+    let selfplay = ["selfplay", "--model", "shipped", "--device", "cpu", "--games", "3", "--playouts", "16"];
+    let played =
+        xqz(&[&selfplay[..], &["--full-search-probability", "1", "--max-plies", "60", "--out", data]].concat());
+    assert!(played.status.success(), "{}", String::from_utf8_lossy(&played.stderr));
     let args = ["bench", "precision", "--model", "shipped", "--data", data, "--device", "cpu", "--batch", "8"];
-    let lines = json_lines(&xqz(&[&args[..], &["--positions", "20", "--json"]].concat()));
+    let lines = json_lines(&xqz(&[&args[..], &["--positions", "100", "--json"]].concat()));
     assert_eq!(lines.len(), 1, "{lines:?}");
     let l = &lines[0];
-    assert_eq!((l["bench"].as_str(), l["positions"].as_u64()), (Some("precision"), Some(20)), "{l}");
+    assert_eq!((l["bench"].as_str(), l["positions"].as_u64()), (Some("precision"), Some(100)), "{l}");
     let (agreement, diff) = (l["top_move_agreement"].as_f64().unwrap(), l["value_diff_mean"].as_f64().unwrap());
-    assert!((0.0..=1.0).contains(&agreement) && diff >= 0.0 && diff <= l["value_diff_max"].as_f64().unwrap(), "{l}");
+    assert!(diff <= l["value_diff_max"].as_f64().unwrap(), "{l}");
+    // bf16 keeps the model's choices: the same top move on nearly every position, values within 0.02.
+    assert!(agreement >= 0.95 && diff < 0.02, "bf16 strays from f32 on the shipped model's positions: {l}");
     assert_eq!(l["gate_met"].as_bool(), Some(agreement >= 0.99 && diff < 0.02), "{l}");
     assert!(l["f32_positions_per_s"].as_f64().unwrap() > 0.0 && l["bf16_positions_per_s"].as_f64().unwrap() > 0.0);
     // It compares f32 with bf16 and nothing else.
@@ -463,8 +469,8 @@ fn selfplay_writes_games_that_the_data_tools_read() {
         assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
         assert!(stdout(&run).starts_with("3 games, "), "{}", stdout(&run));
         // A network's precision is said: `auto`, resolved on this CPU.
-        let said = ["f32", "bf16"].map(|p| stdout(&run).contains(&format!("convolutions ran in {p}\n")));
-        assert_eq!(said.iter().filter(|s| **s).count(), usize::from(source[0] != "--uniform"), "{}", stdout(&run));
+        let said = stdout(&run).contains(&format!("convolutions ran in {}\n", auto_precision()));
+        assert_eq!(said, source[0] != "--uniform", "{}", stdout(&run));
     }
     let stats = xqz(&["data", "stats", out_str]);
     assert!(stats.status.success(), "{}", String::from_utf8_lossy(&stats.stderr));

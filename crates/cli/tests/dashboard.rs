@@ -3,7 +3,8 @@
 //! through a stored game on the board.
 //!
 //! Needs XQZ_CHROMIUM, XQZ_CHROMEDRIVER and XQZ_PYTHON (scripts/test sets them); skipped, saying
-//! so, when one is unset. With XQZ_DASHBOARD_SCREENSHOTS=DIR it also saves the views as PNG there.
+//! so, when one is unset, and failed instead under XQZ_REQUIRE_BROWSER (scripts/test sets it).
+//! With XQZ_DASHBOARD_SCREENSHOTS=DIR it also saves the views as PNG there.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -14,14 +15,7 @@ use xqz_test_support::process::ChildGuard;
 
 #[test]
 fn the_dashboard_of_a_run_shows_it_live_in_a_browser() {
-    let vars = ["XQZ_CHROMIUM", "XQZ_CHROMEDRIVER", "XQZ_PYTHON"].map(std::env::var_os);
-    let [Some(chromium), Some(chromedriver), Some(python)] = vars else {
-        eprintln!(
-            "SKIPPED: the browser test needs XQZ_CHROMIUM, XQZ_CHROMEDRIVER and XQZ_PYTHON (scripts/test sets them \
-             from scripts/ensure-chromium and scripts/python-env)"
-        );
-        return;
-    };
+    let Some(found) = xqz_test_support::browser::browser("the dashboard in a browser") else { return };
     let runs = tempfile::tempdir().unwrap();
     // The settings of tests/run.rs's short run, which publishes models within a minute.
     let child = Command::new(env!("CARGO_BIN_EXE_xqz"))
@@ -48,8 +42,8 @@ fn the_dashboard_of_a_run_shows_it_live_in_a_browser() {
     std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
 
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/dashboard_browser.py");
-    let mut browser = Command::new(python);
-    browser.arg(&script).arg(&url).arg(&chromium).arg(&chromedriver).args(["--timeout", "100"]);
+    let mut browser = Command::new(&found.python);
+    browser.arg(&script).arg(&url).arg(&found.chromium).arg(&found.chromedriver).args(["--timeout", "100"]);
     if let Some(dir) = std::env::var_os("XQZ_DASHBOARD_SCREENSHOTS") {
         browser.arg("--screenshots").arg(dir);
     }

@@ -2,6 +2,7 @@
 //! so that every test finds the reference engine, the reference Python and its games the same
 //! way.
 
+pub mod browser;
 pub mod certificates;
 pub mod fairy_stockfish;
 pub mod games;
