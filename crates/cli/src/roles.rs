@@ -1,9 +1,8 @@
 //! Roles as child processes of this binary: how `xqz run` and `xqz bench ingest` start, watch and
 //! stop them, and the one way a coordinator is started and its address learnt (its ready file).
 //!
-//! `xqz run`'s roles each lead a process group of their own, so that the terminal's Ctrl-C
-//! reaches the supervisor alone, which stops them in order ([`Supervisor::stop`]); a second
-//! signal kills their groups at once.
+//! `xqz run`'s roles each lead a process group of their own ([`Group::Own`]), so that the
+//! terminal's Ctrl-C reaches the supervisor alone, which stops them in order (`supervisor`).
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
@@ -90,12 +89,12 @@ impl Role {
     }
 
     /// How it ended, once it has (it is reaped then).
-    pub(crate) fn exit_status(&mut self) -> Option<ExitStatus> {
+    pub fn exit_status(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()
     }
 
     /// Sends SIGTERM, unless it has ended; whether it was sent.
-    pub(crate) fn ask_to_stop(&mut self) -> bool {
+    pub fn ask_to_stop(&mut self) -> bool {
         // Checked first: a reaped child's id may be another process's by now. (One that ends
         // after the check stays a zombie, its id still its own, until it is reaped.)
         let running = self.exit_status().is_none();
@@ -106,7 +105,7 @@ impl Role {
     }
 
     /// Sends SIGKILL (to its process group when it has its own), unless it has ended.
-    pub(crate) fn kill(&mut self) {
+    pub fn kill(&mut self) {
         if self.exit_status().is_none() {
             match self.group {
                 Group::Own => drop(killpg(Pid::from_raw(self.child.id() as i32), Signal::SIGKILL)),
@@ -116,7 +115,7 @@ impl Role {
     }
 
     /// Waits for it to end.
-    pub(crate) fn reap(&mut self) -> Option<ExitStatus> {
+    pub fn reap(&mut self) -> Option<ExitStatus> {
         self.child.wait().ok()
     }
 

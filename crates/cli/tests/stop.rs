@@ -56,11 +56,13 @@ fn finished_games(log: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The record of the roles: each role's events in the order they were noted, with their
-/// positions in the whole record.
-fn events(run: &RunFolder) -> (Vec<RoleRow>, BTreeMap<String, Vec<(usize, RoleEvent)>>) {
+/// Each role's events in the order they were noted, with their positions in the whole record.
+type ByRole = BTreeMap<String, Vec<(usize, RoleEvent)>>;
+
+/// The record of the roles, whole and [`ByRole`].
+fn events(run: &RunFolder) -> (Vec<RoleRow>, ByRole) {
     let rows = RowReader::<RoleRow>::new(run.roles_csv()).read_all().unwrap();
-    let mut by_role: BTreeMap<String, Vec<(usize, RoleEvent)>> = BTreeMap::new();
+    let mut by_role = ByRole::new();
     for (at, row) in rows.iter().enumerate() {
         by_role.entry(row.role.clone()).or_default().push((at, row.event));
     }
@@ -68,7 +70,7 @@ fn events(run: &RunFolder) -> (Vec<RoleRow>, BTreeMap<String, Vec<(usize, RoleEv
 }
 
 /// Where `role`'s first `event` is in the record.
-fn position(by_role: &BTreeMap<String, Vec<(usize, RoleEvent)>>, role: &str, event: RoleEvent) -> usize {
+fn position(by_role: &ByRole, role: &str, event: RoleEvent) -> usize {
     let events = &by_role[role];
     events.iter().find(|(_, e)| *e == event).unwrap_or_else(|| panic!("{role} has no {event:?}: {events:?}")).0
 }
