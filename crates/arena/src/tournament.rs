@@ -179,6 +179,24 @@ pub fn run_match(
     plan: &MatchPlan,
     a: &PlayerFactory<'_>,
     b: &PlayerFactory<'_>,
+    on_game: impl FnMut(&MatchGame, &MatchReport),
+) -> Result<MatchReport, PlayerError> {
+    run_match_until(plan, a, b, &AtomicBool::new(false), on_game)
+}
+
+/// [`run_match`], ended early once `halt` is set: games in progress play to their end, then no
+/// game starts. A pair whose first game ends after `halt` was set is dropped (its second game is
+/// not played and its first is neither handed to `on_game` nor counted), since a pair is what the
+/// statistics and a resumed match ([`MatchPlan::played`]) count. Whether the match was cut short
+/// is for the caller to see: fewer pairs than [`MatchPlan::to_play`] and no SPRT decision.
+///
+/// # Errors
+/// As [`run_match`].
+pub fn run_match_until(
+    plan: &MatchPlan,
+    a: &PlayerFactory<'_>,
+    b: &PlayerFactory<'_>,
+    halt: &AtomicBool,
     mut on_game: impl FnMut(&MatchGame, &MatchReport),
 ) -> Result<MatchReport, PlayerError> {
     let todo = plan.to_play();
@@ -200,13 +218,17 @@ pub fn run_match(
                         return;
                     }
                 };
-                while !stop.load(Ordering::Relaxed) {
+                let halted = || halt.load(Ordering::Relaxed);
+                while !stop.load(Ordering::Relaxed) && !halted() {
                     let Some(&pair) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         break;
                     };
-                    let games = [Color::Red, Color::Black]
-                        .map(|first| play_pair_game(plan, pair, first, pa.as_mut(), pb.as_mut()));
-                    if tx.send(Ok(games)).is_err() {
+                    let first = play_pair_game(plan, pair, Color::Red, pa.as_mut(), pb.as_mut());
+                    if halted() {
+                        break;
+                    }
+                    let second = play_pair_game(plan, pair, Color::Black, pa.as_mut(), pb.as_mut());
+                    if tx.send(Ok([first, second])).is_err() {
                         break;
                     }
                 }

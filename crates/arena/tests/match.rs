@@ -1,10 +1,14 @@
 //! Matches as every match is played (`tournament::run_match` over a [`MatchConfig`]'s plan): a
 //! stronger evaluator wins, a player against itself breaks even over paired colours, seeds
-//! reproduce results, and an evaluator error forfeits the games of its player.
+//! reproduce results, an evaluator error forfeits the games of its player, and a match halted
+//! from outside ends between games.
 
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use xiangqi::Move;
 use xiangqi::game::{Game, GameConfig};
-use xqz_arena::player::{Player, SearchPlayer};
-use xqz_arena::tournament::{MatchReport, run_match};
+use xqz_arena::player::{Player, PlayerError, SearchPlayer};
+use xqz_arena::tournament::{MatchReport, run_match, run_match_until};
 use xqz_arena::{MatchConfig, MatchResult};
 use xqz_mcts::{EvalError, Evaluation, Evaluator, MaterialEvaluator, UniformEvaluator};
 
@@ -85,4 +89,59 @@ fn an_evaluator_error_forfeits_its_player_s_games() {
     let report = play(UniformEvaluator, Broken, &config(2, 8, 40, 4), &mut forfeits);
     assert_eq!(forfeits, 2);
     assert_eq!(report.games, MatchResult { wins: 2, draws: 0, losses: 0 });
+}
+
+/// A material searcher that sets `halt` as it starts to choose its first move of its game number
+/// `halt_in_game` (from 1), and counts the games it was asked to start and the moves it chose
+/// once `halt` was set.
+struct Halting<'h> {
+    search: SearchPlayer<MaterialEvaluator>,
+    halt: &'h AtomicBool,
+    halt_in_game: u32,
+    games: &'h AtomicU32,
+    moves_after_halt: &'h AtomicU32,
+}
+
+impl Player for Halting<'_> {
+    fn name(&self) -> &str {
+        self.search.name()
+    }
+
+    fn new_game(&mut self) -> Result<(), PlayerError> {
+        self.games.fetch_add(1, Ordering::Relaxed);
+        self.search.new_game()
+    }
+
+    fn choose(&mut self, game: &Game) -> Result<Move, PlayerError> {
+        if self.games.load(Ordering::Relaxed) == self.halt_in_game {
+            self.halt.store(true, Ordering::Relaxed);
+        }
+        if self.halt.load(Ordering::Relaxed) {
+            self.moves_after_halt.fetch_add(1, Ordering::Relaxed);
+        }
+        self.search.choose(game)
+    }
+}
+
+#[test]
+fn a_halted_match_ends_between_games_and_drops_the_pair_it_was_in() {
+    let config = config(8, 8, 40, 5);
+    let (halt, games, moves_after_halt) = (AtomicBool::new(false), AtomicU32::new(0), AtomicU32::new(0));
+    // The halt comes in the first game of the second pair.
+    let make_a = || {
+        let search = SearchPlayer::new("a", MaterialEvaluator, 8, config.search);
+        let halting =
+            Halting { search, halt: &halt, halt_in_game: 3, games: &games, moves_after_halt: &moves_after_halt };
+        Ok(Box::new(halting) as Box<dyn Player + '_>)
+    };
+    let make_b = || Ok(Box::new(SearchPlayer::new("b", UniformEvaluator, 8, config.search)) as Box<dyn Player>);
+    let mut handed = Vec::new();
+    let report = run_match_until(&config.plan(), &make_a, &make_b, &halt, |game, _| handed.push(game.pair)).unwrap();
+
+    assert_eq!(report.pairs.pairs(), 1, "only the pair played before the halt counts: {report:?}");
+    assert_eq!(report.games.games(), 2);
+    assert_eq!(handed, [0, 0]);
+    // The game in progress went on after the halt, and no game started after it.
+    assert!(moves_after_halt.load(Ordering::Relaxed) > 1, "the game in progress was played on");
+    assert_eq!(games.load(Ordering::Relaxed), 3, "the halted pair's second game never started");
 }

@@ -18,7 +18,7 @@ use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{GameSubmission, RegisterRequest, SubmitGamesRequest};
 use xqz_run_folder::CoordinatorFolder;
 
-use crate::roles::{Role, RoleOutput, spawn_coordinator};
+use crate::roles::{Group, Role, RoleOutput, spawn_coordinator};
 
 /// Options of `xqz bench ingest`.
 #[derive(Args)]
@@ -157,8 +157,9 @@ fn start_coordinator(
     args.extend(dataset.map(|d| format!("--dataset={d}").into()));
     let ready_file = ready_dir.path().join("coordinator.ready");
     let loopback = "127.0.0.1:0".parse()?;
+    // In our process group: a Ctrl-C that ends the benchmark ends its coordinator too.
     let (coordinator, ready) =
-        spawn_coordinator(args, loopback, &ready_file, RoleOutput::Quiet, Duration::from_secs(120))?;
+        spawn_coordinator(args, loopback, &ready_file, RoleOutput::Quiet, Group::Shared, Duration::from_secs(120))?;
     let http = ready.metrics.context("the coordinator's ready file names no HTTP address")?.to_string();
     Ok((format!("http://{}", ready.listen), Started { coordinator, http, data: Some(data) }))
 }

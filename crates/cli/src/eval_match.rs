@@ -349,6 +349,7 @@ pub fn play(args: &MatchArgs) -> Result<Played> {
         &plan,
         &|| a.make(search),
         &|| b.make(search),
+        &std::sync::atomic::AtomicBool::new(false),
         &mut log,
         |game: &MatchGame, report: &MatchReport| {
             if game.first == xiangqi::Color::Black && text {

@@ -41,6 +41,8 @@ mod status;
 #[cfg(feature = "torch")]
 mod strength;
 mod suite;
+#[cfg(feature = "torch")]
+mod supervisor;
 mod token;
 #[cfg(feature = "torch")]
 mod train;

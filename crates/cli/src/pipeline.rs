@@ -17,9 +17,10 @@ use xqz_mcts::{PlaySchedule, PlaySettings};
 use xqz_run_folder::{RunFolder, RunState};
 use xqz_trainer::TrainSettings;
 
-use crate::roles::{RoleOutput, Supervisor, spawn_coordinator};
+use crate::roles::{Group, RoleOutput, spawn_coordinator};
 use crate::run_status::watch;
 use crate::settings::{SettingsFile, override_with};
+use crate::supervisor::{StopSignals, Stopped, Stopping, Supervisor};
 
 /// Options of `xqz run`.
 #[derive(Args)]
@@ -213,12 +214,12 @@ fn save_run_files(state: &RunState, run: &RunFolder) -> Result<()> {
 /// How often the run's own files are copied to its state.
 const SAVE_RUN_FILES_EVERY: Duration = Duration::from_secs(60);
 
-/// Copies the run's own files to its state every minute on a thread of its own, until `running`
-/// is cleared; a failed copy is logged and tried again.
-fn start_saving_run_files(state: RunState, run: RunFolder, running: Arc<AtomicBool>) -> JoinHandle<()> {
+/// Copies the run's own files to its state every minute on a thread of its own, until
+/// `stopping` is set; a failed copy is logged and tried again.
+fn start_saving_run_files(state: RunState, run: RunFolder, stopping: Arc<AtomicBool>) -> JoinHandle<()> {
     std::thread::spawn(move || {
         let mut last = Instant::now();
-        while running.load(Ordering::Relaxed) {
+        while !stopping.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(200));
             if last.elapsed() >= SAVE_RUN_FILES_EVERY {
                 last = Instant::now();
@@ -297,12 +298,13 @@ fn start_roles(
         args.dashboard,
         &run.ready_file(),
         RoleOutput::Log(coordinator_log.clone()),
+        Group::Own,
         Duration::from_secs(60),
     )
     .with_context(|| format!("see {}", coordinator_log.display()))?;
     let url = format!("http://{}", ready.listen);
     let dashboard = ready.metrics.context("the coordinator's ready file names no dashboard address")?;
-    let mut roles = Supervisor::new(coordinator);
+    let mut roles = Supervisor::new(coordinator, &run.roles_csv())?;
     // Each role takes its share of the cores: one per worker (it searches on one thread), the
     // rest to the trainer; libtorch's default of one thread per core in every process makes
     // them all wait on each other.
@@ -318,12 +320,12 @@ fn start_roles(
 }
 
 /// Starts the strength matches on a thread of their own, unless they are off; they stop when
-/// `tracking` is cleared.
+/// `stopping` is set, between two games.
 fn start_strength(
     args: &RunArgs,
     run: &RunFolder,
     device: tch::Device,
-    tracking: &Arc<AtomicBool>,
+    stopping: &Arc<AtomicBool>,
 ) -> Option<JoinHandle<Result<()>>> {
     if args.match_games == 0 {
         return None;
@@ -339,9 +341,25 @@ fn start_strength(
         device,
         share: args.match_share,
     };
-    let tracking = Arc::clone(tracking);
-    Some(std::thread::spawn(move || tracker.run(&tracking)))
+    let stopping = Arc::clone(stopping);
+    Some(std::thread::spawn(move || tracker.run(&stopping)))
 }
+
+/// Waits for `thread` to end, unless `stop` asks for everything at once first: then `None`, and
+/// the thread ends with the process.
+fn join_unless_at_once<T>(thread: JoinHandle<T>, stop: &Stopping) -> Option<std::thread::Result<T>> {
+    while !thread.is_finished() {
+        if stop.at_once() {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(thread.join())
+}
+
+/// What `xqz run` answers when asked to stop at once.
+const STOPPED_AT_ONCE: &str =
+    "stopped at once: every role was killed; run the same command again to resume from what they had stored";
 
 /// Runs `xqz run`.
 pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
@@ -362,6 +380,8 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     if !resumed {
         run.record_start()?;
     }
+    // Caught before the roles start: a Ctrl-C while they start stops them once they have.
+    let signals = StopSignals::catch()?;
     let (mut roles, url, dashboard) =
         start_roles(args, &run, &settings, matches!(device, tch::Device::Cuda(_)), state.as_ref())?;
     println!(
@@ -370,19 +390,22 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
         run.root().display(),
         if resumed { " (resumed)" } else { "" }
     );
-    let tracking = Arc::new(AtomicBool::new(true));
-    let strength = start_strength(args, &run, device, &tracking);
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))?;
-    }
+    let stopping = Arc::new(AtomicBool::new(false));
+    let strength = start_strength(args, &run, device, &stopping);
     let deadline = args.minutes.map(|m| Instant::now() + Duration::from_secs_f64(m * 60.0));
-    let saving = state.clone().map(|state| start_saving_run_files(state, run.clone(), Arc::clone(&tracking)));
-    let outcome = watch(&mut roles, &run, &url, deadline, &stop);
-    roles.stop();
-    tracking.store(false, Ordering::Relaxed);
-    if let Some(Err(e)) = strength.map(|t| t.join().unwrap_or_else(|_| Err(anyhow::anyhow!("panicked")))) {
-        tracing::error!(error = format!("{e:#}"), "strength tracking stopped");
+    let saving = state.clone().map(|state| start_saving_run_files(state, run.clone(), Arc::clone(&stopping)));
+    let outcome = watch(&mut roles, &run, &url, deadline, &signals);
+    let stop = signals.stopping();
+    // The strength match ends between games while the roles stop.
+    stopping.store(true, Ordering::Relaxed);
+    if roles.stop(&stop) == Stopped::AtOnce {
+        anyhow::bail!(STOPPED_AT_ONCE);
+    }
+    match strength.map(|thread| join_unless_at_once(thread, &stop)) {
+        Some(None) => anyhow::bail!(STOPPED_AT_ONCE),
+        Some(Some(Ok(Err(e)))) => tracing::error!(error = format!("{e:#}"), "strength tracking stopped"),
+        Some(Some(Err(_))) => tracing::error!("strength tracking panicked"),
+        Some(Some(Ok(Ok(())))) | None => {}
     }
     if let Some(saving) = saving {
         let _ = saving.join();
@@ -395,7 +418,7 @@ pub fn run(args: &RunArgs, given: &ArgMatches) -> Result<()> {
     }
     outcome?;
     saved?;
-    if stop.load(Ordering::Relaxed) {
+    if signals.asked() {
         tracing::info!("stopped; run the same command again to resume");
     }
     Ok(())

@@ -12,7 +12,7 @@ use xqz_arena::tournament::MatchReport;
 #[cfg(feature = "torch")]
 use xqz_arena::{
     records::MatchLog,
-    tournament::{MatchGame, MatchPlan, PlayerFactory, run_match},
+    tournament::{MatchGame, MatchPlan, PlayerFactory, run_match_until},
 };
 
 use crate::ladder::finite;
@@ -22,7 +22,8 @@ pub const EXIT_H0: u8 = 10;
 /// The exit status of a match whose SPRT had not decided when its pairs ran out.
 pub const EXIT_UNDECIDED: u8 = 11;
 
-/// Plays `plan` between the players `a` and `b` make with [`run_match`], appending every game to
+/// Plays `plan` between the players `a` and `b` make with [`run_match_until`], until its end or
+/// until `halt` is set (then between games: the pair in play is dropped), appending every game to
 /// `log`, and hands each game with the totals so far to `on_game`.
 ///
 /// # Errors
@@ -33,11 +34,12 @@ pub fn play_recorded(
     plan: &MatchPlan,
     a: &PlayerFactory<'_>,
     b: &PlayerFactory<'_>,
+    halt: &std::sync::atomic::AtomicBool,
     log: &mut MatchLog,
     mut on_game: impl FnMut(&MatchGame, &MatchReport),
 ) -> Result<MatchReport> {
     let mut write_error = None;
-    let report = run_match(plan, a, b, |game, report| {
+    let report = run_match_until(plan, a, b, halt, |game, report| {
         if let Err(e) = log.append(game) {
             write_error.get_or_insert(e);
         }

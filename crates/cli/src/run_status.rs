@@ -4,7 +4,6 @@
 //! exits.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -13,7 +12,7 @@ use xqz_proto::v1::coordinator_client::CoordinatorClient;
 use xqz_proto::v1::{GetStatsRequest, Stats};
 use xqz_run_folder::{MetricsRow, Row, RowReader, RunFolder, StrengthRow};
 
-use crate::roles::Supervisor;
+use crate::supervisor::{StopSignals, Supervisor};
 
 /// How often `xqz run` prints its status as a plain line when it has no terminal.
 const PLAIN_STATUS_EVERY: Duration = Duration::from_secs(30);
@@ -97,14 +96,14 @@ fn coordinator_stats(runtime: &tokio::runtime::Runtime, url: &str) -> Option<Sta
     })
 }
 
-/// Shows the run's status until `stop` is set or `deadline` passes (fine), or a role exits (an
-/// error naming it).
+/// Shows the run's status until a signal asks the run to stop or `deadline` passes (fine), or a
+/// role exits (an error naming it).
 pub fn watch(
     roles: &mut Supervisor,
     run: &RunFolder,
     url: &str,
     deadline: Option<Instant>,
-    stop: &AtomicBool,
+    signals: &StopSignals,
 ) -> Result<()> {
     let bar = ProgressBar::new_spinner();
     bar.set_style(ProgressStyle::with_template("{elapsed_precise} {spinner} {msg}").expect("valid template"));
@@ -117,7 +116,7 @@ pub fn watch(
     // Without a terminal (a log file, CI) the spinner draws nothing: a plain line now and then.
     let mut last_line = Instant::now();
     let outcome = loop {
-        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
+        if signals.asked() || deadline.is_some_and(|d| Instant::now() >= d) {
             break Ok(());
         }
         if let Some((role, status)) = roles.exited() {
@@ -145,7 +144,11 @@ pub fn watch(
             ));
         }
         bar.tick();
-        std::thread::sleep(Duration::from_secs(2));
+        // Two seconds between polls, but a signal is seen at once.
+        let poll = Instant::now();
+        while poll.elapsed() < Duration::from_secs(2) && !signals.asked() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
     };
     bar.finish();
     outcome

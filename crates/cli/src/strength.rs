@@ -21,7 +21,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 use anyhow::Result;
 use xqz_arena::MatchConfig;
 use xqz_arena::player::{Player, SearchPlayer};
-use xqz_arena::records::MatchLog;
+use xqz_arena::records::{MatchLog, finished_pairs, read_games};
 use xqz_arena::tournament::MatchReport;
 use xqz_mcts::MaterialEvaluator;
 use xqz_net::Device;
@@ -71,8 +71,11 @@ impl Tracker {
         format!("material@{}", self.playouts)
     }
 
-    /// Plays model `version` against the anchor, records its games and appends its summary.
-    fn measure(&self, version: u64) -> Result<()> {
+    /// Plays model `version` against the anchor until the match ends or `stop` is set (then
+    /// between games), recording its games, and appends the match's summary once it has all its
+    /// pairs. A match cut short goes on where it stopped the next time the model is measured:
+    /// the pairs that the table holds are not played again, and the summary counts them.
+    fn measure(&self, version: u64, stop: &AtomicBool) -> Result<()> {
         let path = self.run.models_dir().join(format!("v{version}.json"));
         let published_unix = std::fs::metadata(&path)?.modified()?.duration_since(UNIX_EPOCH)?.as_secs();
         let (candidate, meta) = crate::model::serve(&path, self.device, ServiceConfig::default())?;
@@ -89,14 +92,18 @@ impl Tracker {
         let model = |service: &InferenceService| -> Box<dyn Player> {
             Box::new(SearchPlayer::new(&a, service.client(), config.playouts, config.search))
         };
+        let mut plan = config.plan();
+        plan.played = finished_pairs(&read_games(self.run.root())?, &a, &b, &plan);
+        let to_play = plan.to_play().len() as u64;
         let mut log = MatchLog::open(self.run.root(), &a, &b, Some(steps), None)?;
         let report = crate::results::play_recorded(
-            &config.plan(),
+            &plan,
             &|| Ok(model(&candidate)),
             &|| {
                 Ok(Box::new(SearchPlayer::new(&b, MaterialEvaluator, config.playouts, config.search))
                     as Box<dyn Player>)
             },
+            stop,
             &mut log,
             |_, _| {},
         )?;
@@ -107,21 +114,27 @@ impl Tracker {
             "a strength match of v{version} against {b} had a forfeit (see {})",
             log.dir().display()
         );
-        let row = summary(version, steps, published_unix, &b, &report);
+        if report.pairs.pairs() < to_play {
+            tracing::info!(version, pairs = report.pairs.pairs(), "strength match cut short by the stop");
+            return Ok(());
+        }
+        // The whole match: the pairs played now and those of a part cut short before.
+        let whole = crate::results::pairing(self.run.root(), &a, &b)?.map_or(report, |p| p.report());
+        let row = summary(version, steps, published_unix, &b, &whole);
         RowWriter::open(&self.run.strength_csv())?.append(&row)?;
         Ok(())
     }
 
-    /// Measures the newest model not yet measured, while `running` is set, within its share of
-    /// the time.
-    pub fn run(&self, running: &AtomicBool) -> Result<()> {
+    /// Measures the newest model not yet measured, within its share of the time, until `stop` is
+    /// set (a match in play ends between two games).
+    pub fn run(&self, stop: &AtomicBool) -> Result<()> {
         let mut rest_until = Instant::now();
-        while running.load(Ordering::Relaxed) {
+        while !stop.load(Ordering::Relaxed) {
             let next = next_to_measure(&published(&self.run.models_dir()), &measured(&self.run.strength_csv())?);
             match next.filter(|_| Instant::now() >= rest_until) {
                 Some(version) => {
                     let started = Instant::now();
-                    self.measure(version)?;
+                    self.measure(version, stop)?;
                     rest_until = Instant::now() + started.elapsed().mul_f64(rest_factor(self.share));
                 }
                 None => std::thread::sleep(Duration::from_secs(2)),
@@ -162,7 +175,7 @@ fn summary(version: u64, steps: u64, published_unix: u64, opponent: &str, report
 #[cfg(test)]
 mod tests {
     use clap::Parser;
-    use xqz_arena::records::{GameRow, read_games};
+    use xqz_arena::records::GameRow;
     use xqz_arena::stats::Pentanomial;
     use xqz_net::checkpoint::CheckpointInfo;
     use xqz_net::{ModelConfig, Network};
@@ -225,8 +238,9 @@ mod tests {
         }
         let tracker = Tracker { run: folder.clone(), games: 2, playouts: 4, device: Device::Cpu, share: 0.2 };
         assert_eq!(tracker.anchor(), "material@4");
-        tracker.measure(1).unwrap();
-        tracker.measure(2).unwrap();
+        let go_on = AtomicBool::new(false);
+        tracker.measure(1, &go_on).unwrap();
+        tracker.measure(2, &go_on).unwrap();
         let out = run.path().to_str().unwrap();
         let eval = Eval::try_parse_from([
             "eval",
@@ -277,5 +291,34 @@ mod tests {
         assert_eq!(players, ["material@4", "material@8", "uniform@8", "v1", "v2"]);
         crate::ladder::run(run.path(), 1.0, Some("material@4"), false).unwrap();
         assert!(run.path().join("ladder.svg").exists());
+    }
+
+    #[test]
+    fn a_strength_match_cut_short_writes_no_summary_and_goes_on_later_with_the_pairs_it_lacks() {
+        let run = tempfile::tempdir().unwrap();
+        let folder = RunFolder::new(run.path());
+        std::fs::create_dir_all(folder.models_dir()).unwrap();
+        let net = Network::new(&ModelConfig::builtin("tiny").unwrap(), Device::Cpu);
+        let info = CheckpointInfo { model_version: 1, training_steps: 10, ..Default::default() };
+        xqz_net::checkpoint::save(&folder.models_dir().join("v1.json"), &net, info).unwrap();
+        let tracker = |games| Tracker { run: folder.clone(), games, playouts: 4, device: Device::Cpu, share: 0.2 };
+        let (stop, go_on) = (AtomicBool::new(true), AtomicBool::new(false));
+        let rows = || RowReader::<StrengthRow>::new(folder.strength_csv()).read_all().unwrap();
+        let games_of_v1 = || read_games(run.path()).unwrap().into_iter().filter(|g| g.a == "v1").count();
+
+        // Stopped before its first game: nothing played, nothing summed up.
+        tracker(6).measure(1, &stop).unwrap();
+        assert_eq!((games_of_v1(), rows().len()), (0, 0));
+        // A sitting that stopped after the first pair of the three (its openings are the
+        // model's): the match's first pair is in the table, with no summary.
+        tracker(2).measure(1, &go_on).unwrap();
+        std::fs::remove_file(folder.strength_csv()).unwrap();
+        assert_eq!(games_of_v1(), 2);
+
+        tracker(6).measure(1, &go_on).unwrap();
+        assert_eq!(games_of_v1(), 6, "the first pair was not played again");
+        let rows = rows();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].wins + rows[0].draws + rows[0].losses, 6, "the summary counts the whole match: {rows:?}");
     }
 }

@@ -3,15 +3,17 @@
 //! folder or an S3 bucket, and from a light state (`xqz state light`). The counters, the
 //! schedules and the settings go on from where the state left them; no acknowledged game is lost.
 
-use std::os::unix::process::CommandExt;
+#[path = "common/run_guard.rs"]
+mod run_guard;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use nix::sys::signal::killpg;
+use run_guard::RunGuard;
 use xqz_dataset::DatasetLocation;
-use xqz_test_support::process::ChildGuard;
+use xqz_run_folder::RunFolder;
 
 /// `xqz run` with the tiny net, small games and quick publications, in `runs/NAME`, keeping its
 /// state at `state`.
@@ -51,16 +53,21 @@ fn settings_versions(history: &[u8]) -> (usize, u64) {
     (versions.len(), versions.last().unwrap()["settings"]["max_plies"].as_u64().unwrap())
 }
 
-/// Starts the run in a process group of its own, waits until its state holds a published model
-/// and a checkpoint past it, then kills every role at once with SIGKILL. What the state held then:
-/// (trainer steps, models, settings versions, games).
-fn run_then_kill_everything(mut command: Command, state: &str, env: &[(&str, String)]) -> (u64, u64, usize, usize) {
+/// Starts the run in `run` as a terminal starts it, waits until its state holds a published
+/// model and a checkpoint past it, then kills the run and every role at once with SIGKILL. What
+/// the state held then: (trainer steps, models, settings versions, games).
+fn run_then_kill_everything(
+    mut command: Command,
+    run: &Path,
+    state: &str,
+    env: &[(&str, String)],
+) -> (u64, u64, usize, usize) {
     let parse = |part: &str| DatasetLocation::parse_with(&format!("{state}/{part}"), env.iter().cloned()).unwrap();
     let (trainer, coordinator) = (parse("trainer"), parse("coordinator"));
-    let mut run = ChildGuard(command.process_group(0).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    let mut guard = RunGuard::start(command.stdout(Stdio::null()).stderr(Stdio::null()), RunFolder::new(run));
     let deadline = Instant::now() + Duration::from_secs(240);
     loop {
-        assert!(run.0.try_wait().unwrap().is_none(), "the run stopped before it was killed");
+        assert!(guard.child.try_wait().unwrap().is_none(), "the run stopped before it was killed");
         assert!(Instant::now() < deadline, "no model and later checkpoint in the state after 4 minutes");
         let models = registry_versions(coordinator.get_file("registry.json").unwrap());
         if models >= 1 && backed_up(&trainer).is_some_and(|(_, _, version)| version >= 1) {
@@ -68,13 +75,13 @@ fn run_then_kill_everything(mut command: Command, state: &str, env: &[(&str, Str
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    // Every role at once: the supervisor, the coordinator, the worker and the trainer.
-    let group = Pid::from_raw(run.0.id() as i32);
-    killpg(group, Signal::SIGKILL).unwrap();
-    run.0.wait().unwrap();
-    // The roles are gone when the group is empty (or only zombies wait for their reaper).
+    // Every process group at once: the supervisor's, the coordinator's, the worker's and the
+    // trainer's.
+    let groups = guard.kill_everything();
+    assert_eq!(groups.len(), 4, "the run and its three roles: {groups:?}");
+    // The roles are gone when their groups are empty (or only zombies wait for their reaper).
     let gone = Instant::now() + Duration::from_secs(10);
-    while killpg(group, None).is_ok() && Instant::now() < gone {
+    while groups.iter().any(|&group| killpg(group, None).is_ok()) && Instant::now() < gone {
         std::thread::sleep(Duration::from_millis(50));
     }
     let steps = backed_up(&trainer).unwrap().0;
@@ -117,7 +124,7 @@ fn a_run_killed_in_every_role_resumes_in_a_new_folder_from_its_state_and_from_a_
     );
     let at = state.path().to_str().unwrap();
     let (steps, models, settings, games) =
-        run_then_kill_everything(run_command(first.path(), "a", at, "10", &[]), at, &[]);
+        run_then_kill_everything(run_command(first.path(), "a", at, "10", &[]), &first.path().join("a"), at, &[]);
 
     // A new folder, as on another machine: everything comes from the state.
     let out = run_command(second.path(), "b", at, "0.4", &[]).output().unwrap();
@@ -185,7 +192,7 @@ fn a_run_killed_in_every_role_resumes_from_its_state_in_an_s3_bucket() {
     let (first, second) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let at = moto.url("runs/long");
     let (steps, models, _, games) =
-        run_then_kill_everything(run_command(first.path(), "a", &at, "10", &env), &at, &env);
+        run_then_kill_everything(run_command(first.path(), "a", &at, "10", &env), &first.path().join("a"), &at, &env);
     // The killed coordinator's lease on the dataset lapses after 30 s; until then a new one is
     // refused (it could still be writing).
     std::thread::sleep(Duration::from_secs(31));

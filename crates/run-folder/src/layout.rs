@@ -16,7 +16,7 @@ use crate::state::RunState;
 /// coordinator/          the coordinator's data folder: dataset/, models/, ...
 /// trainer/              the trainer's folder (see TrainerFolder)
 /// worker-N/             worker N's folder
-/// logs/                 ROLE.log of each role, settings.log, coordinator.ready
+/// logs/                 ROLE.log of each role, roles.csv, settings.log, coordinator.ready
 /// state                 the run's state location (`xqz run --state`), when it has one
 /// strength.csv          the strength matches (StrengthRow)
 /// eval/                 their games, with every `xqz eval match --out` of the run
@@ -89,6 +89,11 @@ impl RunFolder {
     /// The log of the role named `role` (`coordinator`, `trainer`, `worker-0`).
     pub fn log(&self, role: &str) -> PathBuf {
         self.logs_dir().join(format!("{role}.log"))
+    }
+
+    /// The record of how the roles started and stopped ([`RoleRow`](crate::RoleRow)).
+    pub fn roles_csv(&self) -> PathBuf {
+        self.logs_dir().join("roles.csv")
     }
 
     /// Where each change of the settings by `--override` is noted.

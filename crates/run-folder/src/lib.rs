@@ -1,6 +1,6 @@
 //! The run folder of `xqz run` has one owner: this crate. Every program that writes or reads a
 //! run's files (the trainer's metrics, the strength matches, the coordinator's ready file, the
-//! plots, the status line, the dashboard) names them through [`RunFolder`] and reads and writes
+//! record of how the roles stopped, the plots, the status line, the dashboard) names them through [`RunFolder`] and reads and writes
 //! their rows through the one writer and the one reader here, so that the format lives in one
 //! place and a resumed run reads what an older one wrote.
 //!
@@ -30,5 +30,5 @@ mod state;
 pub use atomic::{IoError, write_atomic, write_atomic_with};
 pub use layout::{CoordinatorFolder, RunFolder, TrainerFolder};
 pub use ready::{Ready, ReadyError};
-pub use rows::{Appended, MetricsRow, Row, RowError, RowReader, RowWriter, StrengthRow};
+pub use rows::{Appended, MetricsRow, RoleEvent, RoleRow, Row, RowError, RowReader, RowWriter, StrengthRow};
 pub use state::RunState;

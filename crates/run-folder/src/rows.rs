@@ -285,6 +285,46 @@ impl Row for StrengthRow {
     ];
 }
 
+/// A row of `logs/roles.csv`: what `xqz run` did with one of its roles, or saw it do, and when.
+/// The file is the record of how a run's roles started and stopped, appended to by each sitting
+/// of the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoleRow {
+    /// When, Unix milliseconds.
+    pub unix_ms: u64,
+    /// The role: `coordinator`, `worker-N` or `trainer`.
+    pub role: String,
+    /// Its process id, which is also its process group's.
+    pub pid: u32,
+    /// What happened.
+    pub event: RoleEvent,
+    /// For [`RoleEvent::Exited`], its exit code, if it exited by itself.
+    pub code: Option<i32>,
+    /// For [`RoleEvent::Exited`], the signal that ended it, if one did.
+    pub signal: Option<i32>,
+}
+
+/// What happened to a role ([`RoleRow::event`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoleEvent {
+    /// It was started.
+    Started,
+    /// It was asked to stop (SIGTERM).
+    AskedToStop,
+    /// It had not stopped when its time to stop was up, and was killed (its process group).
+    KilledLate,
+    /// It was killed (its process group) with every other role at once: a second signal to
+    /// `xqz run`.
+    Killed,
+    /// It is gone (reaped), with [`RoleRow::code`] or [`RoleRow::signal`] saying how.
+    Exited,
+}
+
+impl Row for RoleRow {
+    const COLUMNS: &'static [&'static str] = &["unix_ms", "role", "pid", "event", "code", "signal"];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,6 +462,35 @@ mod tests {
     }
 
     #[test]
+    fn role_rows_round_trip_with_their_events_by_name_and_no_status_left_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("roles.csv");
+        let row = |event, code, signal| RoleRow {
+            unix_ms: 1_700_000_000_123,
+            role: "worker-0".into(),
+            pid: 42,
+            event,
+            code,
+            signal,
+        };
+        let rows = [
+            row(RoleEvent::Started, None, None),
+            row(RoleEvent::AskedToStop, None, None),
+            row(RoleEvent::Exited, Some(0), None),
+            row(RoleEvent::Killed, None, None),
+            row(RoleEvent::Exited, None, Some(9)),
+        ];
+        let mut writer = RowWriter::open(&path).unwrap();
+        for r in &rows {
+            writer.append(r).unwrap();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\n1700000000123,worker-0,42,asked_to_stop,,\n"), "{text}");
+        assert!(text.ends_with(",exited,,9\n"), "{text}");
+        assert_eq!(RowReader::<RoleRow>::new(&path).read_all().unwrap(), rows);
+    }
+
+    #[test]
     fn the_columns_are_the_fields() {
         let mut writer = csv::Writer::from_writer(Vec::new());
         writer.serialize(MetricsRow::default()).unwrap();
@@ -431,5 +500,11 @@ mod tests {
         writer.serialize(StrengthRow::default()).unwrap();
         let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
         assert!(text.starts_with(&format!("{}\n", StrengthRow::COLUMNS.join(","))), "{text}");
+        let mut writer = csv::Writer::from_writer(Vec::new());
+        let row =
+            RoleRow { unix_ms: 0, role: String::new(), pid: 0, event: RoleEvent::Started, code: None, signal: None };
+        writer.serialize(row).unwrap();
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        assert!(text.starts_with(&format!("{}\n", RoleRow::COLUMNS.join(","))), "{text}");
     }
 }
