@@ -480,7 +480,13 @@ impl MatchLog {
             Some(end) => end,
             None => check_table(&path)?,
         };
-        let mut file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&path).map_err(io_error(&path))?;
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io_error(&path))?;
         let len = file.metadata().map_err(io_error(&path))?.len();
         let end = if len < known {
             // Not the table this log appended to (replaced by hand): checked again whole.
@@ -539,7 +545,8 @@ fn whole_messages(stream: &[u8]) -> usize {
         else {
             return end;
         };
-        let Some(body) = arrow_ipc::root_as_message(&rest[..length]).ok().and_then(|m| usize::try_from(m.bodyLength()).ok())
+        let Some(body) =
+            arrow_ipc::root_as_message(&rest[..length]).ok().and_then(|m| usize::try_from(m.bodyLength()).ok())
         else {
             return end;
         };
@@ -580,7 +587,9 @@ impl Format<'_> {
 
     /// The batches, after a check of their schema.
     fn batches(&self, path: &Path) -> Result<Vec<RecordBatch>> {
-        let checked = |found: SchemaRef| if found == schema() { Ok(()) } else { Err(RecordsError::Schema { path: path.to_path_buf() }) };
+        let checked = |found: SchemaRef| {
+            if found == schema() { Ok(()) } else { Err(RecordsError::Schema { path: path.to_path_buf() }) }
+        };
         match *self {
             Format::Empty => Ok(Vec::new()),
             Format::File(bytes) => {
