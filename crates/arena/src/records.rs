@@ -501,7 +501,9 @@ impl MatchLog {
             known + whole_messages(&appended) as u64
         };
         let bytes = encode_stream(std::slice::from_ref(batch), end == 0).map_err(arrow_error(&path))?;
-        file.set_len(end).map_err(io_error(&path))?;
+        if end < len {
+            file.set_len(end).map_err(io_error(&path))?;
+        }
         file.seek(SeekFrom::Start(end)).map_err(io_error(&path))?;
         file.write_all(&bytes).and_then(|()| file.sync_data()).map_err(io_error(&path))?;
         if end == 0 {

@@ -1,7 +1,9 @@
 //! Counting a match's pairs stays cheap however long the match: the cost per pair of a match
 //! played through a coordinator (`TakePair`, then `SubmitPair`: the pair replayed, both games
 //! appended to the match table and fsynced, the job's standing rebuilt), for the first and the
-//! last thousand pairs of a 10,000-pair match, and their ratio (1 when the cost is flat).
+//! last thousand pairs of a 10,000-pair match, and their ratio (1 when the cost is flat): the
+//! median wall time per pair (robust to other processes' bursts on a shared machine) and this
+//! process's CPU time per pair (client and coordinator together), then the median of every block.
 //!
 //! Run with `cargo bench -p xqz-coordinator --bench counting`; `XQZ_BENCH_PAIRS` sets the pairs
 //! (10,000 by default; the blocks compared are a tenth of them, at most a thousand). The
@@ -22,6 +24,26 @@ use xqz_proto::v1::{ListMatchesRequest, RegisterRequest, SubmitMatchRequest, Sub
 
 fn micros(total: Duration, n: usize) -> f64 {
     total.as_secs_f64() * 1e6 / n as f64
+}
+
+/// The median of `times`, in µs.
+fn median_micros(times: &[Duration]) -> f64 {
+    let mut sorted = times.to_vec();
+    sorted.sort();
+    micros(sorted[sorted.len() / 2], 1)
+}
+
+/// This process's CPU time (user and system, all threads) from `/proc/self/stat`.
+fn cpu_time() -> Result<Duration, Box<dyn std::error::Error>> {
+    let stat = std::fs::read_to_string("/proc/self/stat")?;
+    // The fields after the command's name, which is in parentheses: utime and stime are the
+    // 14th and 15th fields of the line, the 12th and 13th after it.
+    let after = stat.rsplit_once(')').ok_or("no command name in /proc/self/stat")?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: u64 =
+        fields.get(11).ok_or("no utime")?.parse::<u64>()? + fields.get(12).ok_or("no stime")?.parse::<u64>()?;
+    // Linux reports them in clock ticks of 1/100 s (USER_HZ) on every platform Rust targets.
+    Ok(Duration::from_millis(ticks * 10))
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -47,7 +69,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let games = pair_to_wire(&play_pair(&spec, 0, &mut a, &mut b).map_err(|f| f.reason)?);
 
     let mut times = Vec::with_capacity(pairs as usize);
-    for _ in 0..pairs {
+    // This process's CPU time at the start of each block, and at the end.
+    let mut cpu = Vec::new();
+    for n in 0..pairs as usize {
+        if n % block == 0 {
+            cpu.push(cpu_time()?);
+        }
         let started = Instant::now();
         let request = TakePairRequest { worker_id: worker.clone(), ..Default::default() };
         let assignment = client.take_pair(request).await?.into_inner().pair.ok_or("no pair handed out")?;
@@ -62,22 +89,31 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         times.push(started.elapsed());
     }
+    cpu.push(cpu_time()?);
     let started = Instant::now();
     let listed = client.list_matches(ListMatchesRequest::default()).await?.into_inner();
     let list = started.elapsed();
     let job = listed.jobs.first().ok_or("no job listed")?;
     assert_eq!(job.wins + job.draws + job.losses, 2 * pairs, "every pair counted");
 
-    let first: Duration = times[..block].iter().sum();
-    let last: Duration = times[times.len() - block..].iter().sum();
+    let blocks: Vec<f64> = times.chunks_exact(block).map(median_micros).collect();
+    let (first, last) = (blocks[0], blocks[blocks.len() - 1]);
+    // The last whole block's CPU time: the one before the end if the pairs are not a multiple.
+    let whole = times.len() / block;
+    let cpu_of = |i: usize| micros(cpu[i + 1] - cpu[i], block);
+    let (cpu_first, cpu_last) = (cpu_of(0), cpu_of(whole - 1));
     let table = std::fs::metadata(data.path().join("eval/games.arrow"))?.len();
     println!("counting: {pairs} pairs through TakePair + SubmitPair, table {:.1} MB at the end", table as f64 / 1e6);
     println!(
-        "  first {block} pairs: {:.0} µs/pair; last {block}: {:.0} µs/pair; last/first {:.2}",
-        micros(first, block),
-        micros(last, block),
-        last.as_secs_f64() / first.as_secs_f64()
+        "  median wall per pair: first {block} {first:.0} µs, last {block} {last:.0} µs, last/first {:.2}",
+        last / first
     );
+    println!(
+        "  CPU per pair: first {block} {cpu_first:.0} µs, last {block} {cpu_last:.0} µs, last/first {:.2}",
+        cpu_last / cpu_first
+    );
+    let all: Vec<String> = blocks.iter().map(|b| format!("{b:.0}")).collect();
+    println!("  median wall per pair of each block of {block}, µs: {}", all.join(" "));
     println!("  ListMatches after the match: {:.0} µs", micros(list, 1));
     stop.send(()).map_err(|()| "the coordinator stopped early")?;
     running.wait().await?;

@@ -255,8 +255,12 @@ async fn a_pair_counts_once_and_only_as_the_rules_end_it_from_its_opening() {
     let again = worker.submit_pair(submit(games, assignment.pair)).await.unwrap().into_inner();
     assert!(!again.counted, "a retry counts nothing");
     assert_eq!(again.job.map(|j| j.wins + j.draws + j.losses), Some(2));
-    let many = TakePairRequest { worker_id: id, can_play: vec!["x".repeat(65)], ..Default::default() };
+    let many = TakePairRequest { worker_id: id.clone(), can_play: vec!["x".repeat(65)], ..Default::default() };
     assert_eq!(worker.take_pair(many).await.unwrap_err().code(), Code::InvalidArgument);
+    let long = TakePairRequest { worker_id: id, failure: "x".repeat(1025), ..Default::default() };
+    let error = worker.take_pair(long).await.unwrap_err();
+    assert_eq!(error.code(), Code::InvalidArgument, "{error:?}");
+    assert!(error.message().contains("failure is at most 1024 bytes"), "{}", error.message());
     server.stop().await;
 }
 
