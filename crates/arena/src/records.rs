@@ -3,11 +3,14 @@
 //! (`xqz eval ladder`) instead of each producer keeping its own file and its own Elo.
 //!
 //! Every game is appended to `eval/games.pgn` (PGN with the moves in Chinese notation) and to
-//! the Arrow table `eval/games.arrow` (one row per game, one record batch per match and
-//! opening of its log). The table is
-//! rewritten whole through a temporary file, so a crash never leaves half a table, and under a
-//! lock on `eval/games.lock`, so that two processes recording into one folder keep each other's
-//! games.
+//! the Arrow table `eval/games.arrow` (one row per game). The table is an Arrow IPC *stream*
+//! (`pyarrow.ipc.open_stream`) that each append extends by one record batch (a game, or the two
+//! games of a pair), fsynced before the append returns, so that recording a game costs the same
+//! however long the table is. A crash in the middle of an append leaves a torn last batch, which
+//! readers skip and the next append cuts off. Appends take a lock on `eval/games.lock`, so that
+//! two processes recording into one folder keep each other's games. A table written by earlier
+//! versions as an Arrow IPC *file* is read as it is and turned into a stream, once, at its next
+//! append.
 //!
 //! ```
 //! use std::collections::BTreeSet;
@@ -45,16 +48,16 @@
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, File};
-use std::io::{BufWriter, Cursor, Write};
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Cursor, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use arrow_array::{Array, ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
-use arrow_ipc::reader::FileReader;
-use arrow_ipc::writer::FileWriter;
+use arrow_ipc::reader::{FileReader, StreamReader};
+use arrow_ipc::writer::StreamWriter;
 use arrow_schema::{ArrowError, DataType, Field, Schema, SchemaRef};
 use xiangqi::Color;
 use xiangqi::notation::{MoveNotation, MovetextError, pgn};
@@ -295,10 +298,9 @@ pub struct MatchLog {
     b: String,
     steps: (Option<u64>, Option<u64>),
     pgn: BufWriter<File>,
-    /// The match's batches that were in the table when it was opened.
-    earlier: Vec<RecordBatch>,
-    rows: Vec<MatchGame>,
-    times: Vec<i64>,
+    /// Where the table's whole batches ended after this log's last append: an append walks only
+    /// what others appended since (none: the table is checked whole at the first append).
+    table_end: Option<u64>,
     terminations: BTreeMap<String, u32>,
 }
 
@@ -322,8 +324,7 @@ impl MatchLog {
             std::process::id(),
             OPENED.fetch_add(1, Ordering::Relaxed)
         );
-        // A new id has no earlier rows: the table is read only when a game is appended.
-        MatchLog::with_earlier(out, &match_id, a, b, (a_steps, b_steps), |_| Ok(Vec::new()))
+        MatchLog::open_as(out, &match_id, a, b, (a_steps, b_steps))
     }
 
     /// Opens `out/eval/` for the match `match_id` between `a` and `b`, which may have games in
@@ -331,7 +332,7 @@ impl MatchLog {
     /// [`append`](Self::append) adds to them.
     ///
     /// # Errors
-    /// If the folder or the listing cannot be created or the table cannot be read.
+    /// If the folder or the listing cannot be created.
     pub fn open_as(
         out: &Path,
         match_id: &str,
@@ -339,25 +340,10 @@ impl MatchLog {
         b: &str,
         steps: (Option<u64>, Option<u64>),
     ) -> Result<MatchLog> {
-        MatchLog::with_earlier(out, match_id, a, b, steps, |table| {
-            Ok(read_batches(table)?.into_iter().filter(|b| batch_of(b, match_id)).collect())
-        })
-    }
-
-    /// The log, with the match's rows already in the table as `earlier` reads them from it.
-    fn with_earlier(
-        out: &Path,
-        match_id: &str,
-        a: &str,
-        b: &str,
-        steps: (Option<u64>, Option<u64>),
-        earlier: impl FnOnce(&Path) -> Result<Vec<RecordBatch>>,
-    ) -> Result<MatchLog> {
         let dir = out.join(RECORDS_DIR);
         fs::create_dir_all(&dir).map_err(io_error(&dir))?;
         let pgn_path = dir.join(PGN_FILE);
-        let pgn = fs::OpenOptions::new().create(true).append(true).open(&pgn_path).map_err(io_error(&pgn_path))?;
-        let earlier = earlier(&dir.join(TABLE_FILE))?;
+        let pgn = OpenOptions::new().create(true).append(true).open(&pgn_path).map_err(io_error(&pgn_path))?;
         Ok(MatchLog {
             dir,
             match_id: match_id.to_string(),
@@ -365,9 +351,7 @@ impl MatchLog {
             b: b.to_string(),
             steps,
             pgn: BufWriter::new(pgn),
-            earlier,
-            rows: Vec::new(),
-            times: Vec::new(),
+            table_end: None,
             terminations: BTreeMap::new(),
         })
     }
@@ -382,8 +366,8 @@ impl MatchLog {
         &self.match_id
     }
 
-    /// Writes one game to the listing and rewrites the table with it, so that an interrupted
-    /// match keeps what it played.
+    /// Writes one game to the listing and appends it to the table, so that an interrupted match
+    /// keeps what it played.
     ///
     /// # Errors
     /// If the game is not over, has an illegal move, or a file cannot be written.
@@ -391,7 +375,7 @@ impl MatchLog {
         self.append_all(std::slice::from_ref(game))
     }
 
-    /// Writes games to the listing and rewrites the table once with all of them: the games of a
+    /// Writes games to the listing and appends them to the table as one batch: the games of a
     /// pair go in together or not at all.
     ///
     /// # Errors
@@ -405,16 +389,9 @@ impl MatchLog {
         let pgn_path = self.dir.join(PGN_FILE);
         self.pgn.write_all(texts.as_bytes()).map_err(io_error(&pgn_path))?;
         self.pgn.flush().map_err(io_error(&pgn_path))?;
-        let before = self.rows.len();
-        for game in games {
-            self.rows.push(game.clone());
-            self.times.push(now_ms());
-        }
-        if let Err(e) = self.write_table() {
-            self.rows.truncate(before);
-            self.times.truncate(before);
-            return Err(e);
-        }
+        let path = self.dir.join(TABLE_FILE);
+        let batch = self.batch(games).map_err(arrow_error(&path))?;
+        self.append_table(&batch)?;
         for game in games {
             let verdict = game.outcome.verdict().expect("listed games are over");
             let result = GameResult::from_outcome(game.outcome).expect("listed games are over");
@@ -458,83 +435,210 @@ impl MatchLog {
         self.terminations.iter().map(|(k, v)| (k.as_str(), *v))
     }
 
-    /// This match's games as one batch (every game is over: [`append`](Self::append) checked).
-    fn batch(&self) -> std::result::Result<RecordBatch, ArrowError> {
-        let n = self.rows.len();
+    /// `games` of this match as one batch (every game is over: [`append`](Self::append) checked).
+    fn batch(&self, games: &[MatchGame]) -> std::result::Result<RecordBatch, ArrowError> {
+        let n = games.len();
         let text = |f: &dyn Fn(&MatchGame) -> String| -> ArrayRef {
-            Arc::new(StringArray::from(self.rows.iter().map(f).collect::<Vec<_>>()))
+            Arc::new(StringArray::from(games.iter().map(f).collect::<Vec<_>>()))
         };
         let verdict = |g: &MatchGame| g.outcome.verdict().expect("appended games are over");
         let columns: Vec<ArrayRef> = vec![
             Arc::new(StringArray::from(vec![self.match_id.clone(); n])),
-            Arc::new(Int64Array::from(self.times.clone())),
+            Arc::new(Int64Array::from(vec![now_ms(); n])),
             Arc::new(StringArray::from(vec![self.a.clone(); n])),
             Arc::new(StringArray::from(vec![self.b.clone(); n])),
             Arc::new(UInt64Array::from(vec![self.steps.0; n])),
             Arc::new(UInt64Array::from(vec![self.steps.1; n])),
-            Arc::new(UInt32Array::from(self.rows.iter().map(|g| g.pair).collect::<Vec<_>>())),
+            Arc::new(UInt32Array::from(games.iter().map(|g| g.pair).collect::<Vec<_>>())),
             text(&|g| g.first.to_string()),
             text(&|g| g.red.clone()),
             text(&|g| g.black.clone()),
             text(&|g| g.start.to_string()),
-            Arc::new(UInt32Array::from(self.rows.iter().map(|g| g.opening_plies as u32).collect::<Vec<_>>())),
+            Arc::new(UInt32Array::from(games.iter().map(|g| g.opening_plies as u32).collect::<Vec<_>>())),
             text(&|g| g.moves.iter().map(ToString::to_string).collect::<Vec<_>>().join(" ")),
-            Arc::new(UInt32Array::from(self.rows.iter().map(|g| g.moves.len() as u32).collect::<Vec<_>>())),
+            Arc::new(UInt32Array::from(games.iter().map(|g| g.moves.len() as u32).collect::<Vec<_>>())),
             text(&|g| GameResult::from_outcome(g.outcome).map_or("*", |r| r.pgn()).to_string()),
             text(&|g| verdict(g).reason.to_string()),
             text(&|g| verdict(g).article.to_string()),
             Arc::new(StringArray::from(
-                self.rows.iter().map(|g| g.forfeit.as_ref().map(|f| f.reason.clone())).collect::<Vec<_>>(),
+                games.iter().map(|g| g.forfeit.as_ref().map(|f| f.reason.clone())).collect::<Vec<_>>(),
             )),
-            Arc::new(Float64Array::from(self.rows.iter().map(MatchGame::first_score).collect::<Vec<_>>())),
+            Arc::new(Float64Array::from(games.iter().map(MatchGame::first_score).collect::<Vec<_>>())),
         ];
         RecordBatch::try_new(schema(), columns)
     }
 
-    /// Rewrites `games.arrow` as the other matches' rows plus this one's, under the folder's lock.
-    fn write_table(&self) -> Result<()> {
+    /// Appends `batch` to `games.arrow` under the folder's lock: cuts off a torn tail that a
+    /// crash left, writes the batch after the last whole one (with the stream's schema first if
+    /// the table is new) and syncs the file.
+    fn append_table(&mut self, batch: &RecordBatch) -> Result<()> {
         let lock_path = self.dir.join("games.lock");
         let lock = File::create(&lock_path).map_err(io_error(&lock_path))?;
         lock.lock().map_err(io_error(&lock_path))?;
         let path = self.dir.join(TABLE_FILE);
-        let mut batches = read_batches(&path)?.into_iter().filter(|b| !batch_of(b, &self.match_id)).collect::<Vec<_>>();
-        batches.extend(self.earlier.iter().cloned());
-        batches.push(self.batch().map_err(arrow_error(&path))?);
-        xqz_run_folder::write_atomic_with(&path, |tmp| {
-            let file = File::create(tmp).map_err(io_error(tmp))?;
-            let mut writer = FileWriter::try_new(BufWriter::new(file), &schema()).map_err(arrow_error(tmp))?;
-            for batch in &batches {
-                writer.write(batch).map_err(arrow_error(tmp))?;
-            }
-            writer.finish().map_err(arrow_error(tmp))?;
-            writer.into_inner().map_err(arrow_error(tmp))?.into_inner().map_err(|e| io_error(tmp)(e.into_error()))?;
-            Ok::<(), RecordsError>(())
-        })?;
+        let known = match self.table_end {
+            Some(end) => end,
+            None => check_table(&path)?,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io_error(&path))?;
+        let len = file.metadata().map_err(io_error(&path))?.len();
+        let end = if len < known {
+            // Not the table this log appended to (replaced by hand): checked again whole.
+            drop(file);
+            let end = check_table(&path)?;
+            file = OpenOptions::new().read(true).write(true).open(&path).map_err(io_error(&path))?;
+            end
+        } else {
+            // What other logs appended since this one's last append.
+            let mut appended = Vec::new();
+            file.seek(SeekFrom::Start(known)).and_then(|_| file.read_to_end(&mut appended)).map_err(io_error(&path))?;
+            known + whole_messages(&appended) as u64
+        };
+        let bytes = encode_stream(std::slice::from_ref(batch), end == 0).map_err(arrow_error(&path))?;
+        if end < len {
+            file.set_len(end).map_err(io_error(&path))?;
+        }
+        file.seek(SeekFrom::Start(end)).map_err(io_error(&path))?;
+        file.write_all(&bytes).and_then(|()| file.sync_data()).map_err(io_error(&path))?;
+        if end == 0 {
+            // A new file: its name must last too.
+            File::open(&self.dir).and_then(|d| d.sync_all()).map_err(io_error(&self.dir))?;
+        }
+        self.table_end = Some(end + bytes.len() as u64);
         // Dropping the file releases the lock.
         drop(lock);
         Ok(())
     }
 }
 
-/// Whether `batch` holds games of match `match_id` (a batch holds one match's games).
-fn batch_of(batch: &RecordBatch, match_id: &str) -> bool {
-    let ids = batch.column(0).as_any().downcast_ref::<StringArray>();
-    ids.is_some_and(|ids| ids.len() > 0 && ids.value(0) == match_id)
+/// The four bytes that begin every message of an Arrow IPC stream as written since Arrow 0.15.
+const CONTINUATION: [u8; 4] = [0xff; 4];
+
+/// The magic bytes that begin an Arrow IPC file (the table's format before it was a stream).
+const FILE_MAGIC: &[u8] = b"ARROW1";
+
+/// `batches` as the messages of an Arrow IPC stream of the table's schema, without its
+/// end-of-stream marker (the next append goes after them); the schema's message first if
+/// `with_schema`.
+fn encode_stream(batches: &[RecordBatch], with_schema: bool) -> std::result::Result<Vec<u8>, ArrowError> {
+    let mut writer = StreamWriter::try_new(Vec::new(), &schema())?;
+    let header = if with_schema { 0 } else { writer.get_ref().len() };
+    for batch in batches {
+        writer.write(batch)?;
+    }
+    Ok(writer.get_ref()[header..].to_vec())
 }
 
-/// The batches of a table file (none if it does not exist); one batch per match and opening of
-/// its log.
+/// The length of the longest prefix of `stream` (messages of an Arrow IPC stream) made of whole
+/// messages: what follows is a torn message that a crash cut short, or an end-of-stream marker.
+fn whole_messages(stream: &[u8]) -> usize {
+    let mut end = 0;
+    loop {
+        let rest = &stream[end..];
+        let Some((CONTINUATION, rest)) = rest.split_first_chunk::<4>().map(|(c, r)| (*c, r)) else { return end };
+        let Some((length, rest)) = rest.split_first_chunk::<4>() else { return end };
+        let Some(length) = usize::try_from(i32::from_le_bytes(*length)).ok().filter(|&l| l > 0 && l <= rest.len())
+        else {
+            return end;
+        };
+        let Some(body) =
+            arrow_ipc::root_as_message(&rest[..length]).ok().and_then(|m| usize::try_from(m.bodyLength()).ok())
+        else {
+            return end;
+        };
+        if body > rest.len() - length {
+            return end;
+        }
+        end += 8 + length + body;
+    }
+}
+
+/// How a table file is written.
+enum Format<'a> {
+    /// No table (no file, or an empty one).
+    Empty,
+    /// An Arrow IPC file, as earlier versions wrote the table.
+    File(&'a [u8]),
+    /// An Arrow IPC stream: its whole messages.
+    Stream(&'a [u8]),
+}
+
+impl Format<'_> {
+    /// How `bytes`, read from `path`, are written.
+    fn of<'a>(bytes: &'a [u8], path: &Path) -> Result<Format<'a>> {
+        if bytes.starts_with(FILE_MAGIC) {
+            Ok(Format::File(bytes))
+        } else if bytes.starts_with(&CONTINUATION) {
+            match whole_messages(bytes) {
+                0 => Ok(Format::Empty),
+                end => Ok(Format::Stream(&bytes[..end])),
+            }
+        } else if bytes.is_empty() {
+            Ok(Format::Empty)
+        } else {
+            let what = ArrowError::ParseError("neither an Arrow IPC stream nor an Arrow IPC file".into());
+            Err(arrow_error(path)(what))
+        }
+    }
+
+    /// The batches, after a check of their schema.
+    fn batches(&self, path: &Path) -> Result<Vec<RecordBatch>> {
+        let checked = |found: SchemaRef| {
+            if found == schema() { Ok(()) } else { Err(RecordsError::Schema { path: path.to_path_buf() }) }
+        };
+        match *self {
+            Format::Empty => Ok(Vec::new()),
+            Format::File(bytes) => {
+                let reader = FileReader::try_new(Cursor::new(bytes), None).map_err(arrow_error(path))?;
+                checked(reader.schema())?;
+                reader.map(|b| b.map_err(arrow_error(path))).collect()
+            }
+            Format::Stream(bytes) => {
+                let reader = StreamReader::try_new(bytes, None).map_err(arrow_error(path))?;
+                checked(reader.schema())?;
+                reader.map(|b| b.map_err(arrow_error(path))).collect()
+            }
+        }
+    }
+}
+
+/// Checks the table at `path` whole before a log's first append to it: its schema, and that
+/// every batch decodes. A table in the IPC file format of earlier versions is rewritten as a
+/// stream of the same batches. Returns where its whole messages end (0: no table yet).
+fn check_table(path: &Path) -> Result<u64> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(io_error(path)(e)),
+    };
+    let format = Format::of(&bytes, path)?;
+    let batches = format.batches(path)?;
+    match format {
+        Format::Empty => Ok(0),
+        Format::Stream(whole) => Ok(whole.len() as u64),
+        Format::File(_) => {
+            let stream = encode_stream(&batches, true).map_err(arrow_error(path))?;
+            xqz_run_folder::write_atomic(path, &stream)?;
+            Ok(stream.len() as u64)
+        }
+    }
+}
+
+/// The batches of a table file (none if it does not exist): one per append, a torn last one
+/// (from a crash) skipped.
 fn read_batches(path: &Path) -> Result<Vec<RecordBatch>> {
     let bytes = match fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(io_error(path)(e)),
     };
-    let reader = FileReader::try_new(Cursor::new(bytes), None).map_err(arrow_error(path))?;
-    if reader.schema() != schema() {
-        return Err(RecordsError::Schema { path: path.to_path_buf() });
-    }
-    reader.map(|b| b.map_err(arrow_error(path))).collect()
+    Format::of(&bytes, path)?.batches(path)
 }
 
 /// Every game row of a folder's `eval/games.arrow`, in the order written; none if the folder has

@@ -1,12 +1,16 @@
 //! The match table: matches recorded into one folder append to one table that `read_games`
-//! returns whole, interrupted matches keep their games, the listing keeps every game, and a file
-//! of other columns or an unfinished game is refused with its own error.
+//! returns whole, interrupted matches keep their games, a batch torn by a crash is skipped and
+//! cut off, a table in the IPC file format of earlier versions is read and appended to, the
+//! listing keeps every game, and a file of other columns or an unfinished game is refused with
+//! its own error.
 
 use std::fs::File;
+use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, StringArray};
+use arrow_ipc::reader::StreamReader;
 use arrow_ipc::writer::FileWriter;
 use arrow_schema::{DataType, Field, Schema};
 
@@ -65,21 +69,7 @@ fn an_interrupted_match_keeps_its_games() {
     let dir = tempfile::tempdir().unwrap();
     recorded_match(dir.path(), "material", "uniform", 1, (None, None));
     let mut log = MatchLog::open(dir.path(), "uniform", "material", None, None).unwrap();
-    let mut game = Game::new(GameConfig::default());
-    game.push_str("h2e2").unwrap();
-    game.resign(Color::Black).unwrap();
-    let won = MatchGame {
-        pair: 0,
-        first: Color::Red,
-        red: "uniform".into(),
-        black: "material".into(),
-        start: game.start().clone(),
-        opening_plies: 0,
-        moves: game.moves().collect(),
-        outcome: game.outcome(),
-        forfeit: None,
-    };
-    log.append(&won).unwrap();
+    log.append(&resigned(0, "uniform", "material")).unwrap();
     // Dropped before its second game: the first is in the table all the same.
     drop(log);
     let rows = read_games(dir.path()).unwrap();
@@ -96,6 +86,77 @@ fn an_interrupted_match_keeps_its_games() {
     assert_eq!(f64::from(first.games.wins) + f64::from(first.games.draws) / 2.0, points);
     let lost = rows[..2].iter().filter(|r| r.a_score == 0.0).count() as u32;
     assert_eq!(first.games.losses, lost + 1);
+}
+
+/// A game of `red` against `black` that Black resigns after one move, as pair `pair` of a match.
+fn resigned(pair: u32, red: &str, black: &str) -> MatchGame {
+    let mut game = Game::new(GameConfig::default());
+    game.push_str("h2e2").unwrap();
+    game.resign(Color::Black).unwrap();
+    MatchGame {
+        pair,
+        first: Color::Red,
+        red: red.into(),
+        black: black.into(),
+        start: game.start().clone(),
+        opening_plies: 0,
+        moves: game.moves().collect(),
+        outcome: game.outcome(),
+        forfeit: None,
+    }
+}
+
+#[test]
+fn each_append_adds_one_batch_to_a_stream_and_a_torn_last_batch_is_skipped_then_cut_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("eval/games.arrow");
+    let mut log = MatchLog::open(dir.path(), "a", "b", None, None).unwrap();
+    log.append(&resigned(0, "a", "b")).unwrap();
+    let one = std::fs::metadata(&table).unwrap().len();
+    log.append_all(&[resigned(1, "a", "b"), resigned(1, "b", "a")]).unwrap();
+    // An Arrow IPC stream: one batch per append.
+    let bytes = std::fs::read(&table).unwrap();
+    let batches: Vec<RecordBatch> = StreamReader::try_new(&bytes[..], None).unwrap().map(Result::unwrap).collect();
+    assert_eq!(batches.iter().map(RecordBatch::num_rows).collect::<Vec<_>>(), [1, 2]);
+    // A crash in the middle of the next append leaves part of its batch.
+    let torn = &bytes[one as usize..bytes.len() - 10];
+    let mut crashed = bytes.clone();
+    crashed.extend_from_slice(torn);
+    std::fs::write(&table, &crashed).unwrap();
+    assert_eq!(read_games(dir.path()).unwrap().len(), 3, "the torn batch is skipped");
+    // Another log's next append cuts it off; so does this one's, though it did not write it.
+    let mut other = MatchLog::open(dir.path(), "c", "d", None, None).unwrap();
+    other.append(&resigned(0, "c", "d")).unwrap();
+    std::fs::OpenOptions::new().append(true).open(&table).unwrap().write_all(torn).unwrap();
+    log.append(&resigned(2, "a", "b")).unwrap();
+    let rows = read_games(dir.path()).unwrap();
+    let pairs: Vec<(&str, u32)> = rows.iter().map(|r| (r.a.as_str(), r.pair)).collect();
+    assert_eq!(pairs, [("a", 0), ("a", 1), ("a", 1), ("c", 0), ("a", 2)]);
+    let whole = std::fs::read(&table).unwrap();
+    assert_eq!(StreamReader::try_new(&whole[..], None).unwrap().count(), 4, "no torn batch is left inside");
+}
+
+#[test]
+fn a_table_in_the_ipc_file_format_of_earlier_versions_is_read_and_appended_to() {
+    let dir = tempfile::tempdir().unwrap();
+    recorded_match(dir.path(), "material", "uniform", 1, (None, None));
+    let before = read_games(dir.path()).unwrap();
+    // The same rows as earlier versions wrote them: an IPC file.
+    let table = dir.path().join("eval/games.arrow");
+    let bytes = std::fs::read(&table).unwrap();
+    let batches: Vec<RecordBatch> = StreamReader::try_new(&bytes[..], None).unwrap().map(Result::unwrap).collect();
+    let mut writer = FileWriter::try_new(File::create(&table).unwrap(), &batches[0].schema()).unwrap();
+    batches.iter().for_each(|b| writer.write(b).unwrap());
+    writer.finish().unwrap();
+    assert!(std::fs::read(&table).unwrap().starts_with(b"ARROW1"));
+    assert_eq!(read_games(dir.path()).unwrap(), before);
+    // The next append keeps its rows and turns the table into a stream.
+    let mut log = MatchLog::open(dir.path(), "a", "b", None, None).unwrap();
+    log.append(&resigned(0, "a", "b")).unwrap();
+    let rows = read_games(dir.path()).unwrap();
+    assert_eq!(rows[..2], before[..]);
+    assert_eq!((rows.len(), rows[2].a.as_str()), (3, "a"));
+    assert!(!std::fs::read(&table).unwrap().starts_with(b"ARROW1"));
 }
 
 #[test]

@@ -37,6 +37,21 @@ impl CoordinatorArgs {
         Ok(CoordinatorClient::new(channel).max_decoding_message_size(64 << 20))
     }
 
+    /// Every match job, newest first, page by page.
+    pub async fn all_jobs(&self, client: &mut CoordinatorClient<Channel>) -> Result<Vec<MatchJob>> {
+        let mut jobs = Vec::new();
+        let mut page_token = String::new();
+        loop {
+            let request = self.request(ListMatchesRequest { page_size: 0, page_token })?;
+            let page = client.list_matches(request).await.map_err(refused)?.into_inner();
+            jobs.extend(page.jobs);
+            if page.next_page_token.is_empty() {
+                return Ok(jobs);
+            }
+            page_token = page.next_page_token;
+        }
+    }
+
     /// `message` with the bearer token, if one is given.
     pub fn request<T>(&self, message: T) -> Result<tonic::Request<T>> {
         let mut request = tonic::Request::new(message);
@@ -183,7 +198,9 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
         let mut seen = job.wins + job.draws + job.losses;
         while args.wait && job.state == MatchState::Running as i32 {
             tokio::time::sleep(Duration::from_secs(2)).await;
-            let jobs = client.list_matches(args.coordinator.request(ListMatchesRequest {})?).await.map_err(refused)?;
+            // A page of one, starting from the job.
+            let request = ListMatchesRequest { page_size: 1, page_token: job.id.to_string() };
+            let jobs = client.list_matches(args.coordinator.request(request)?).await.map_err(refused)?;
             job = jobs.into_inner().jobs.into_iter().find(|j| j.id == job.id).context("the match is gone")?;
             let games = job.wins + job.draws + job.losses;
             if games != seen && !args.json {
@@ -211,8 +228,7 @@ pub fn jobs(coordinator: &CoordinatorArgs, json: bool) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let jobs = runtime.block_on(async {
         let mut client = coordinator.connect().await?;
-        let answer = client.list_matches(coordinator.request(ListMatchesRequest {})?).await.map_err(refused)?;
-        Ok::<_, anyhow::Error>(answer.into_inner().jobs)
+        coordinator.all_jobs(&mut client).await
     })?;
     for job in &jobs {
         if json {

@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use clap::Args;
-use xqz_proto::v1::{GetStatsRequest, ListMatchesRequest};
+use xqz_proto::v1::GetStatsRequest;
 
 use crate::eval_jobs::{CoordinatorArgs, job_json, job_line, refused};
 
@@ -22,8 +22,8 @@ pub fn run(args: &StatusArgs) -> Result<()> {
     let (stats, jobs) = runtime.block_on(async {
         let mut client = args.coordinator.connect().await?;
         let stats = client.get_stats(args.coordinator.request(GetStatsRequest {})?).await.map_err(refused)?;
-        let jobs = client.list_matches(args.coordinator.request(ListMatchesRequest {})?).await.map_err(refused)?;
-        Ok::<_, anyhow::Error>((stats.into_inner(), jobs.into_inner().jobs))
+        let jobs = args.coordinator.all_jobs(&mut client).await?;
+        Ok::<_, anyhow::Error>((stats.into_inner(), jobs))
     })?;
     if args.json {
         let by_model: Vec<_> = stats

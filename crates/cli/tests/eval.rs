@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array};
-use arrow_ipc::reader::FileReader;
+use arrow_ipc::reader::StreamReader;
 use xiangqi::game::{Game, GameConfig, Outcome, Ruleset};
 use xiangqi::{Color, Position};
 use xqz_dataset::GameResult;
@@ -40,8 +40,9 @@ fn refused(args: &[&str]) -> String {
 }
 
 fn read_table(dir: &Path) -> Vec<RecordBatch> {
+    // An Arrow IPC stream, one batch per game appended.
     let file = File::open(dir.join("eval/games.arrow")).unwrap();
-    FileReader::try_new(file, None).unwrap().map(Result::unwrap).collect()
+    StreamReader::try_new(file, None).unwrap().map(Result::unwrap).collect()
 }
 
 fn text<'a>(batch: &'a RecordBatch, name: &str) -> &'a StringArray {

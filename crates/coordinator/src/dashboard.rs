@@ -522,8 +522,9 @@ async fn matches(
 ) -> Answer<Matches> {
     let limit = limit(query, 50, 1000)?;
     blocking(move || {
-        let jobs = lock(&dash.state.matches).list();
-        Ok(Matches { total: jobs.len() as u64, matches: jobs.iter().take(limit).map(match_view).collect() })
+        let board = lock(&dash.state.matches);
+        let (jobs, _) = board.page(None, limit);
+        Ok(Matches { total: board.len() as u64, matches: jobs.iter().map(match_view).collect() })
     })
     .await
 }

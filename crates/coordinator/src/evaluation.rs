@@ -9,16 +9,19 @@ use tonic::{Request, Status};
 use tracing::{info, warn};
 use xqz_arena::job::replay_pair;
 use xqz_dataset::GameResult;
-use xqz_proto::matches::{pair_from_wire, spec_from_wire};
+use xqz_proto::matches::{MAX_FAILURE_BYTES, pair_from_wire, spec_from_wire};
 use xqz_proto::v1::*;
 
-use crate::matches::{Assignment, CountError, SubmitError, Taken};
+use crate::matches::{Assignment, CountError, SubmitError};
 use crate::service::{CoordinatorService, State, lock, now_ms, publisher_only};
 use crate::validate::check_worker_id;
 
 /// Most capabilities a `TakePair` may list, and the longest each may be.
 const MAX_CAPABILITIES: usize = 16;
 const MAX_CAPABILITY_BYTES: usize = 64;
+/// Jobs in a page of `ListMatches` when the request names no size, and the most it may ask for.
+const DEFAULT_PAGE: usize = 100;
+const MAX_PAGE: usize = 1000;
 
 /// A status for a failure of the coordinator's own storage.
 fn internal(what: &str, e: impl std::fmt::Display) -> Status {
@@ -68,8 +71,25 @@ impl CoordinatorService {
         }
     }
 
-    pub(crate) fn list_matches(&self) -> ListMatchesResponse {
-        ListMatchesResponse { jobs: lock(&self.state.matches).list() }
+    /// A page of the jobs, newest first. A page token is the id of the job the page starts from.
+    pub(crate) fn list_matches(&self, request: ListMatchesRequest) -> Result<ListMatchesResponse, Status> {
+        let size = match request.page_size as usize {
+            0 => DEFAULT_PAGE,
+            size if size > MAX_PAGE => {
+                return Err(Status::invalid_argument(format!("page_size is at most {MAX_PAGE}, not {size}")));
+            }
+            size => size,
+        };
+        let from = match request.page_token.as_str() {
+            "" => None,
+            token => Some(token.parse::<u64>().ok().filter(|&id| id > 0).ok_or_else(|| {
+                Status::invalid_argument(format!("page_token {token:?} is not one that ListMatches gave"))
+            })?),
+        };
+        let board = lock(&self.state.matches);
+        let (jobs, next) = board.page(from, size);
+        let next_page_token = next.map(|id| id.to_string()).unwrap_or_default();
+        Ok(ListMatchesResponse { jobs, next_page_token, total: board.len() as u64 })
     }
 
     pub(crate) async fn take_pair(&self, request: TakePairRequest) -> Result<TakePairResponse, Status> {
@@ -81,20 +101,27 @@ impl CoordinatorService {
                 "can_play lists at most {MAX_CAPABILITIES} names of at most {MAX_CAPABILITY_BYTES} bytes"
             )));
         }
+        if request.failure.len() > MAX_FAILURE_BYTES {
+            return Err(Status::invalid_argument(format!("failure is at most {MAX_FAILURE_BYTES} bytes")));
+        }
         state.touch(&request.worker_id);
         let live: HashSet<String> = state.live_workers().into_iter().map(|(id, _)| id).collect();
         let state = self.state.clone();
-        let Taken { assignment, failed_gates } = tokio::task::spawn_blocking(move || {
+        let (failed_gate, assignment) = tokio::task::spawn_blocking(move || {
             let mut board = lock(&state.matches);
-            if let Some(PairRef { match_id, pair }) = request.give_back {
-                board.give_back(&request.worker_id, match_id, pair);
-            }
-            board.take(&request.worker_id, &request.can_play, &|w| live.contains(w))
+            let failure = Some(request.failure.as_str()).filter(|f| !f.is_empty());
+            let failed_gate = match request.give_back {
+                Some(PairRef { match_id, pair }) => board.give_back(&request.worker_id, match_id, pair, failure)?,
+                None => None,
+            };
+            let assignment =
+                (!request.stopping).then(|| board.take(&request.worker_id, &request.can_play, &|w| live.contains(w)));
+            Ok::<_, crate::error::CoordinatorError>((failed_gate, assignment.flatten()))
         })
         .await
         .map_err(|e| internal("match task", e))?
         .map_err(|e| internal("storing the matches", e))?;
-        for (model, passed) in failed_gates {
+        if let Some((model, passed)) = failed_gate {
             release_gate(&self.state, model, passed);
         }
         let Some(Assignment { match_id, pair, spec }) = assignment else {
@@ -169,17 +196,16 @@ fn count_status(e: CountError) -> Status {
 /// Ends the hold of models whose gating match decided while the gate's decision could not be
 /// stored, and of models held by a match that no longer runs (both only after a failure).
 pub(crate) fn settle_gates(state: &Arc<State>) {
-    let (running, jobs): (HashSet<u64>, _) = {
+    let (running, decided): (HashSet<u64>, Vec<(u64, bool)>) = {
         let board = lock(&state.matches);
-        (board.gating().collect(), board.list())
+        (board.gating().collect(), board.decided_gates().collect())
     };
-    for job in jobs {
-        let model = job.gates_model;
-        if model == 0 || running.contains(&model) {
+    for (model, passed) in decided {
+        if running.contains(&model) {
             continue;
         }
         if state.registry.gate(model) == Some(crate::registry::Gate::Held) {
-            release_gate(state, model, job.state == MatchState::H1 as i32);
+            release_gate(state, model, passed);
         }
     }
 }

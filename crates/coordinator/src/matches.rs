@@ -12,11 +12,20 @@
 //! [`replay_pair`](xqz_arena::job::replay_pair) checked it): a pair never handed out, or handed to
 //! another worker, is refused and changes nothing, so that a worker cannot decide a match with
 //! games nobody asked it for. A pair whose worker fell silent is handed out again (its lease
-//! passes to the new worker); one handed out [`MAX_HANDED`] times without a result fails its job.
+//! passes to the new worker), and so is one its worker gives back: when it stops, untried, or
+//! because it could not play it, with the reason why. Only those reported failures count: a pair
+//! that [`MAX_FAILURES`] workers reported they could not play fails its job, with the last reason
+//! in the job's `failure`; a lease that passed on from a silent worker, or a pair given back
+//! untried, does not count, so that pre-empted or stopped workers never fail a match (nor refuse
+//! the model it gates).
 //! Leases live in memory: after a restart the pairs in flight are handed out again, and a pair
 //! played under a lease from before the restart is refused.
+//!
+//! Each job keeps its standing as the API shows it ([`v1::MatchJob`]: counts, Elo, LLR), rebuilt
+//! only when a pair is counted or its state changes, so that listing the jobs (the dashboard, `xqz
+//! eval jobs`) solves no job's statistics again.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -33,9 +42,9 @@ use crate::registry::write_atomic;
 
 /// The jobs file in the data folder.
 const MATCHES_FILE: &str = xqz_run_folder::CoordinatorFolder::MATCHES;
-/// Times a pair is handed out without a result before its job fails: a pair that makes every
-/// worker fail (an engine that crashes on its opening) must not go round for ever.
-pub(crate) const MAX_HANDED: u32 = 5;
+/// Times workers report that they could not play a pair before its job fails: a pair that makes
+/// every worker fail (an engine that crashes on its opening) must not go round for ever.
+pub(crate) const MAX_FAILURES: u32 = 5;
 /// Jobs a coordinator keeps, finished ones included; submissions beyond are refused.
 pub(crate) const MAX_JOBS: usize = 10_000;
 
@@ -195,8 +204,12 @@ struct Job {
     games: MatchResult,
     pairs: Pentanomial,
     leases: BTreeMap<u32, Lease>,
-    /// Times each pair was handed out.
-    handed: BTreeMap<u32, u32>,
+    /// Pairs handed out at least once (since the start).
+    handed: BTreeSet<u32>,
+    /// Times workers reported that they could not play each pair.
+    failures: BTreeMap<u32, u32>,
+    /// The job as the API shows it, but for `pairs_in_flight` (see [`Job::to_wire`]).
+    view: v1::MatchJob,
     /// No pair below this was never handed out (since the start).
     fresh: u32,
     /// The match table, opened at the first pair counted.
@@ -205,26 +218,40 @@ struct Job {
 
 impl Job {
     fn new(stored: StoredJob) -> Job {
-        Job {
+        let mut job = Job {
             stored,
             counted: BTreeMap::new(),
             games: MatchResult::default(),
             pairs: Pentanomial::default(),
             leases: BTreeMap::new(),
-            handed: BTreeMap::new(),
+            handed: BTreeSet::new(),
+            failures: BTreeMap::new(),
+            view: v1::MatchJob::default(),
             fresh: 0,
             log: None,
-        }
+        };
+        job.refresh();
+        job
     }
 
     fn match_id(&self) -> String {
         match_id(self.stored.id)
     }
 
+    /// Counts a pair's scores (the view is rebuilt by the caller, once for many pairs).
     fn add(&mut self, pair: u32, scores: [f64; 2]) {
         scores.iter().for_each(|&score| self.games.record_score(score));
         self.pairs.add_pair(scores[0], scores[1]);
         self.counted.insert(pair, scores);
+    }
+
+    /// Moves the job to `state`: no pair is in flight once it no longer runs.
+    fn set_state(&mut self, state: JobState) {
+        if state != JobState::Running {
+            self.leases.clear();
+        }
+        self.stored.state = state;
+        self.refresh();
     }
 
     /// The next pair to hand out: one whose worker fell silent, else the lowest never handed out.
@@ -255,7 +282,13 @@ impl Job {
         }
     }
 
+    /// The job as the API shows it: the cached view with the pairs in flight now.
     fn to_wire(&self) -> v1::MatchJob {
+        v1::MatchJob { pairs_in_flight: self.leases.len() as u32, ..self.view.clone() }
+    }
+
+    /// Rebuilds the cached view from the counts and the state.
+    fn refresh(&mut self) {
         let spec = &self.stored.spec;
         let state = match &self.stored.state {
             JobState::Running => v1::MatchState::Running,
@@ -270,7 +303,7 @@ impl Job {
             Some(sprt) => (sprt.llr(&self.pairs), sprt.bounds()),
             None => (0.0, (0.0, 0.0)),
         };
-        v1::MatchJob {
+        self.view = v1::MatchJob {
             id: self.stored.id,
             spec: Some(xqz_proto::matches::spec_to_wire(spec)),
             state: state.into(),
@@ -287,14 +320,14 @@ impl Job {
             llr: finite(llr),
             llr_lower: lower,
             llr_upper: upper,
-            pairs_in_flight: self.leases.len() as u32,
+            pairs_in_flight: 0,
             failure: match &self.stored.state {
                 JobState::Failed(why) => why.clone(),
                 _ => String::new(),
             },
             created_ms: self.stored.created_ms,
             gates_model: self.stored.gates_model.unwrap_or(0),
-        }
+        };
     }
 }
 
@@ -314,14 +347,6 @@ pub(crate) struct Assignment {
     pub match_id: u64,
     pub pair: u32,
     pub spec: MatchSpec,
-}
-
-/// What [`Board::take`] did: the pair handed out, if any, and the gated models whose match failed
-/// on the way (refused).
-#[derive(Clone, Debug)]
-pub(crate) struct Taken {
-    pub assignment: Option<Assignment>,
-    pub failed_gates: Vec<(u64, bool)>,
 }
 
 /// What counting a pair did.
@@ -400,6 +425,7 @@ impl Board {
                         job.add(pair, [first, second]);
                     }
                 }
+                job.refresh();
             }
         }
         Ok(Board { data_dir: data_dir.to_path_buf(), jobs })
@@ -436,51 +462,50 @@ impl Board {
     }
 
     /// Hands `worker` the next pair of the oldest running job it can play (`can_play`), where
-    /// `alive` tells which workers still hold their leases. A job whose pair was handed out too
-    /// often fails (and so does the gate it was for: the second value).
-    pub fn take(
-        &mut self,
-        worker: &str,
-        can_play: &[String],
-        alive: &dyn Fn(&str) -> bool,
-    ) -> Result<Taken, CoordinatorError> {
-        let mut failed_gates = Vec::new();
-        let mut changed = false;
-        let mut found = None;
+    /// `alive` tells which workers still hold their leases.
+    pub fn take(&mut self, worker: &str, can_play: &[String], alive: &dyn Fn(&str) -> bool) -> Option<Assignment> {
         for job in self.jobs.iter_mut().filter(|j| j.stored.state == JobState::Running) {
             if !job.stored.spec.needs().all(|need| can_play.iter().any(|c| c == need)) {
                 continue;
             }
             let Some(pair) = job.next_pair(alive) else { continue };
-            let handed = job.handed.entry(pair).or_default();
-            if *handed >= MAX_HANDED {
-                job.stored.state =
-                    JobState::Failed(format!("pair {pair} was handed out {MAX_HANDED} times and never came back"));
-                job.leases.clear();
-                failed_gates.extend(job.stored.gates_model.map(|model| (model, false)));
-                changed = true;
-                continue;
-            }
-            *handed += 1;
+            job.handed.insert(pair);
             job.leases.insert(pair, Lease { worker: worker.to_string() });
-            found = Some(Assignment { match_id: job.stored.id, pair, spec: job.stored.spec.clone() });
-            break;
+            return Some(Assignment { match_id: job.stored.id, pair, spec: job.stored.spec.clone() });
         }
-        if changed {
-            self.store()?;
-        }
-        Ok(Taken { assignment: found, failed_gates })
+        None
     }
 
-    /// Ends `worker`'s lease of pair `pair` of job `id`, which it could not play, so that the pair
-    /// goes out again (to whoever asks next, which may be `worker`). Another worker's lease stays.
-    pub fn give_back(&mut self, worker: &str, id: u64, pair: u32) {
-        if let Some(job) = self.job_mut(id)
-            && job.leases.get(&pair).is_some_and(|lease| lease.worker == worker)
-        {
-            job.leases.remove(&pair);
-            job.fresh = job.fresh.min(pair);
+    /// Ends `worker`'s lease of pair `pair` of job `id`, so that the pair goes out again (to
+    /// whoever asks next, which may be `worker`); another worker's lease stays. With a `failure`
+    /// (why `worker` could not play it) the pair's reported failures grow, and at
+    /// [`MAX_FAILURES`] its job fails with that reason; without one (a worker that stops gives
+    /// back a pair it has not played) nothing is counted. Returns the model whose gating match
+    /// failed, refused (the second value false), if one did.
+    pub fn give_back(
+        &mut self,
+        worker: &str,
+        id: u64,
+        pair: u32,
+        failure: Option<&str>,
+    ) -> Result<Option<(u64, bool)>, CoordinatorError> {
+        let Some(job) = self.job_mut(id) else { return Ok(None) };
+        if job.leases.get(&pair).is_none_or(|lease| lease.worker != worker) {
+            return Ok(None);
         }
+        job.leases.remove(&pair);
+        job.fresh = job.fresh.min(pair);
+        let Some(reason) = failure else { return Ok(None) };
+        let failures = job.failures.entry(pair).or_default();
+        *failures += 1;
+        if *failures < MAX_FAILURES {
+            return Ok(None);
+        }
+        let why = format!("pair {pair} failed on workers {MAX_FAILURES} times; the last, {worker}: {reason}");
+        job.set_state(JobState::Failed(why));
+        let gate = job.stored.gates_model.map(|model| (model, false));
+        self.store()?;
+        Ok(gate)
     }
 
     /// The spec of job `id`.
@@ -508,7 +533,7 @@ impl Board {
         let reason = match job.leases.get(&pair) {
             Some(lease) if lease.worker == worker => return Ok(()),
             Some(_) => format!("leased to another worker, not to {worker}"),
-            None if job.handed.contains_key(&pair) => {
+            None if job.handed.contains(&pair) => {
                 format!("{worker} holds no lease on it (its lease ended: given back, or lost in a restart)")
             }
             None => format!("never handed out, so {worker} holds no lease on it"),
@@ -538,14 +563,14 @@ impl Board {
         log.append_all(&games).map_err(|source| CountError::Records { id, source })?;
         job.leases.remove(&pair);
         job.add(pair, games.each_ref().map(MatchGame::first_score));
-        let mut gate = None;
         let state = job.judged();
-        if state != JobState::Running {
-            gate = job.stored.gates_model.map(|model| (model, state == JobState::H1));
-            job.stored.state = state;
-            job.leases.clear();
-            self.store()?;
+        if state == JobState::Running {
+            job.refresh();
+            return Ok(Counted { counted: true, gate: None });
         }
+        let gate = job.stored.gates_model.map(|model| (model, state == JobState::H1));
+        job.set_state(state);
+        self.store()?;
         Ok(Counted { counted: true, gate })
     }
 
@@ -554,9 +579,26 @@ impl Board {
         self.job(id).map(Job::to_wire)
     }
 
-    /// Every job, newest first.
-    pub fn list(&self) -> Vec<v1::MatchJob> {
-        self.jobs.iter().rev().map(Job::to_wire).collect()
+    /// Up to `size` jobs, newest first, from job `from` down (`None`: from the newest), and the
+    /// job the next page starts from (`None`: this page holds the oldest).
+    pub fn page(&self, from: Option<u64>, size: usize) -> (Vec<v1::MatchJob>, Option<u64>) {
+        let end = from.map_or(self.jobs.len(), |id| (id as usize).min(self.jobs.len()));
+        let start = end.saturating_sub(size);
+        let jobs = self.jobs[start..end].iter().rev().map(Job::to_wire).collect();
+        (jobs, (start > 0).then_some(start as u64))
+    }
+
+    /// How many jobs there are, finished ones included.
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// The gated models whose match has ended, and whether each passed.
+    pub fn decided_gates(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
+        self.jobs
+            .iter()
+            .filter(|j| j.stored.state != JobState::Running)
+            .filter_map(|j| j.stored.gates_model.map(|model| (model, j.stored.state == JobState::H1)))
     }
 
     /// Queues the matches `evaluation` asks for once `model` is published; `previous` is the
@@ -642,7 +684,7 @@ mod tests {
         assert_eq!((job.id, job.state), (1, v1::MatchState::Running as i32));
         let all_alive = |_: &str| true;
         let take = |board: &mut Board, worker: &str, alive: &dyn Fn(&str) -> bool| {
-            board.take(worker, &[], alive).unwrap().assignment.map(|a| (a.match_id, a.pair))
+            board.take(worker, &[], alive).map(|a| (a.match_id, a.pair))
         };
         assert_eq!(take(&mut board, "w1", &all_alive), Some((1, 0)));
         assert_eq!(take(&mut board, "w2", &all_alive), Some((1, 1)));
@@ -682,7 +724,7 @@ mod tests {
     }
 
     #[test]
-    fn the_test_ends_a_job_and_decides_its_gate_and_a_pair_that_never_returns_fails_it() {
+    fn the_test_ends_a_job_and_decides_its_gate_and_a_rung_goes_only_to_workers_with_the_engine() {
         let dir = tempfile::tempdir().unwrap();
         let mut board = Board::open(dir.path()).unwrap();
         // Material against the bare rules with every game adjudicated by material: H1 soon.
@@ -694,7 +736,7 @@ mod tests {
         assert_eq!(board.get(1).unwrap().pentanomial, [0; 5], "a refused pair changes nothing");
         let mut gate = None;
         for pair in 0..40 {
-            assert_eq!(board.take("w", &[], &|_| true).unwrap().assignment.map(|a| a.pair), Some(pair));
+            assert_eq!(board.take("w", &[], &|_| true).map(|a| a.pair), Some(pair));
             let counted = board.count(1, pair, "w", play(&strong, pair)).unwrap();
             if counted.gate.is_some() {
                 gate = counted.gate;
@@ -703,11 +745,7 @@ mod tests {
         }
         assert_eq!(gate, Some((7, true)));
         assert_eq!(board.get(1).unwrap().state, v1::MatchState::H1 as i32);
-        assert_eq!(
-            board.take("w", &[], &|_| true).unwrap().assignment.map(|a| a.pair),
-            None,
-            "a decided job hands out nothing"
-        );
+        assert_eq!(board.take("w", &[], &|_| true).map(|a| a.pair), None, "a decided job hands out nothing");
         let late = board.get(1).unwrap();
         let counted = board.count(1, 39, "w", play(&strong, 39)).unwrap();
         assert!(!counted.counted && counted.gate.is_none(), "a pair in flight at the decision counts nothing");
@@ -717,37 +755,90 @@ mod tests {
         // A rung's match goes only to workers with Fairy-Stockfish.
         let rung = MatchSpec::new("R0".parse().unwrap(), "material@4".parse().unwrap(), 1);
         board.submit(rung, Some(8), 2).unwrap();
-        assert!(board.take("w", &[], &|_| true).unwrap().assignment.is_none());
+        assert!(board.take("w", &[], &|_| true).is_none());
         let can = ["fairy-stockfish".to_string()];
-        let mut gates = Vec::new();
-        for _ in 0..=MAX_HANDED {
-            let Taken { assignment, failed_gates } = board.take("w", &can, &|_| false).unwrap();
-            gates.extend(failed_gates);
-            assert!(assignment.is_none_or(|a| (a.match_id, a.pair) == (2, 0)));
-        }
-        assert_eq!(gates, [(8, false)]);
+        assert_eq!(board.take("w", &can, &|_| true).map(|a| (a.match_id, a.pair)), Some((2, 0)));
+    }
 
-        // A pair given back by the worker that could not play it goes out again at once, and
-        // counts towards the times it may go out.
-        let other = tempfile::tempdir().unwrap();
-        let mut board = Board::open(other.path()).unwrap();
-        board.submit(spec(2), None, 3).unwrap();
-        let take =
-            |board: &mut Board, worker: &str| board.take(worker, &[], &|_| true).unwrap().assignment.map(|a| a.pair);
-        assert_eq!(take(&mut board, "w1"), Some(0));
-        board.give_back("w2", 1, 0);
-        assert_eq!(take(&mut board, "w2"), Some(1), "another worker's lease stays");
-        board.give_back("w1", 1, 0);
-        assert_eq!(take(&mut board, "w2"), Some(0));
-        for _ in 0..MAX_HANDED - 2 {
-            board.give_back("w2", 1, 0);
-            assert_eq!(take(&mut board, "w2"), Some(0));
+    /// Takes the next pair of `board` for `worker`, every worker alive.
+    fn take(board: &mut Board, worker: &str) -> Option<u32> {
+        board.take(worker, &[], &|_| true).map(|a| a.pair)
+    }
+
+    #[test]
+    fn a_pair_given_back_by_a_stopping_worker_or_lost_to_a_silent_one_never_fails_its_job() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = Board::open(dir.path()).unwrap();
+        board.submit(spec(2), Some(7), 1).unwrap();
+        for round in 0..3 * MAX_FAILURES {
+            assert_eq!(take(&mut board, "w1"), Some(0), "round {round}");
+            if round % 2 == 0 {
+                // The worker stops and gives the pair back untried.
+                assert_eq!(board.give_back("w1", 1, 0, None).unwrap(), None);
+            } else {
+                // The worker falls silent: its lease passes on.
+                assert_eq!(board.take("w2", &[], &|w| w != "w1").map(|a| a.pair), Some(0));
+                assert_eq!(board.give_back("w2", 1, 0, None).unwrap(), None);
+            }
         }
-        board.give_back("w2", 1, 0);
-        assert_eq!(take(&mut board, "w2"), None, "handed out {MAX_HANDED} times: the job fails");
-        assert_eq!(board.get(1).unwrap().state, v1::MatchState::Failed as i32);
-        let failed = Board::open(dir.path()).unwrap().get(2).unwrap();
-        assert_eq!(failed.state, v1::MatchState::Failed as i32);
-        assert!(failed.failure.contains("handed out 5 times"), "{}", failed.failure);
+        let job = board.get(1).unwrap();
+        assert_eq!((job.state, job.failure.as_str()), (v1::MatchState::Running as i32, ""));
+        assert_eq!(take(&mut board, "w1"), Some(0));
+        assert!(board.count(1, 0, "w1", play(&spec(2), 0)).unwrap().counted);
+    }
+
+    #[test]
+    fn five_reported_failures_fail_the_job_and_its_gate_with_the_last_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = Board::open(dir.path()).unwrap();
+        board.submit(spec(2), Some(7), 1).unwrap();
+        assert_eq!(take(&mut board, "w1"), Some(0));
+        assert_eq!(board.give_back("w2", 1, 0, Some("not mine")).unwrap(), None);
+        assert_eq!(take(&mut board, "w2"), Some(1), "another worker's give-back leaves the lease");
+        for n in 1..MAX_FAILURES {
+            let reason = format!("model v3 would not download ({n})");
+            assert_eq!(board.give_back("w1", 1, 0, Some(&reason)).unwrap(), None);
+            assert_eq!(take(&mut board, "w1"), Some(0), "a failed pair goes out again at once");
+        }
+        assert_eq!(board.get(1).unwrap().state, v1::MatchState::Running as i32);
+        let gate = board.give_back("w1", 1, 0, Some("the engine crashed on its opening")).unwrap();
+        assert_eq!(gate, Some((7, false)), "the gated model is refused");
+        let failed = board.get(1).unwrap();
+        assert_eq!((failed.state, failed.pairs_in_flight), (v1::MatchState::Failed as i32, 0));
+        assert!(failed.failure.contains("pair 0 failed on workers 5 times"), "{}", failed.failure);
+        assert!(failed.failure.ends_with("w1: the engine crashed on its opening"), "{}", failed.failure);
+        assert_eq!(take(&mut board, "w1"), None);
+        assert!(!board.count(1, 1, "w2", play(&spec(2), 1)).unwrap().counted, "its pairs in flight count nothing");
+        drop(board);
+        let reopened = Board::open(dir.path()).unwrap();
+        assert_eq!(reopened.get(1).unwrap(), failed, "the failure is kept");
+        assert_eq!(reopened.decided_gates().collect::<Vec<_>>(), [(7, false)]);
+    }
+
+    #[test]
+    fn pages_list_the_jobs_newest_first_with_their_standing_as_it_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = Board::open(dir.path()).unwrap();
+        for created in 1..=5 {
+            board.submit(spec(2), None, created).unwrap();
+        }
+        let ids = |page: &[v1::MatchJob]| page.iter().map(|j| j.id).collect::<Vec<_>>();
+        let (first, next) = board.page(None, 2);
+        assert_eq!((ids(&first), next), (vec![5, 4], Some(3)));
+        let (second, next) = board.page(next, 2);
+        assert_eq!((ids(&second), next), (vec![3, 2], Some(1)));
+        let (last, next) = board.page(next, 2);
+        assert_eq!((ids(&last), next), (vec![1], None));
+        assert_eq!(ids(&board.page(None, 10).0), [5, 4, 3, 2, 1]);
+        assert_eq!(ids(&board.page(Some(99), 1).0), [5], "a start past the newest starts at the newest");
+
+        // The standing follows the pairs in flight and the counts.
+        assert_eq!(take(&mut board, "w"), Some(0));
+        assert_eq!(board.page(Some(1), 1).0[0].pairs_in_flight, 1);
+        board.count(1, 0, "w", play(&spec(2), 0)).unwrap();
+        let job = board.get(1).unwrap();
+        assert_eq!((job.pairs_in_flight, job.wins + job.draws + job.losses), (0, 2));
+        assert_eq!(job.pentanomial.iter().sum::<u64>(), 1);
+        assert_eq!(Board::open(dir.path()).unwrap().get(1).unwrap(), job, "rebuilt the same from the table");
     }
 }

@@ -624,9 +624,9 @@ impl Coordinator for CoordinatorService {
 
     async fn list_matches(
         &self,
-        _request: Request<ListMatchesRequest>,
+        request: Request<ListMatchesRequest>,
     ) -> Result<Response<ListMatchesResponse>, Status> {
-        Ok(Response::new(CoordinatorService::list_matches(self)))
+        CoordinatorService::list_matches(self, request.into_inner()).map(Response::new)
     }
 
     async fn take_pair(&self, request: Request<TakePairRequest>) -> Result<Response<TakePairResponse>, Status> {

@@ -128,7 +128,7 @@ fn worker_config(server: &Server, dir: &Path, name: &str, eval_share: f64) -> xq
 /// Resolves once the newest match no longer runs (a worker's shutdown signal).
 async fn newest_match_ends(mut client: Client) {
     loop {
-        let jobs = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
+        let jobs = client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs;
         if jobs[0].state != MatchState::Running as i32 {
             return;
         }
@@ -160,13 +160,13 @@ async fn a_gated_model_reaches_self_play_only_after_it_wins_its_match() {
     assert_eq!(watch.message().await.unwrap().unwrap().version, 1, "the first model has nothing to beat");
     assert_eq!(publish(&mut client, 2).await, 2);
     assert_eq!(latest(&mut client).await, 1, "v2 waits for its match");
-    let jobs = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
+    let jobs = client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs;
     assert_eq!((jobs.len(), jobs[0].a_name.as_str(), jobs[0].b_name.as_str()), (1, "v2@16", "v1@16"));
     assert_eq!(jobs[0].gates_model, 2);
 
     // v2 "plays" material counting against the bare rules: it wins, and is announced.
     play_out(&mut client, &worker, MaterialEvaluator, UniformEvaluator).await;
-    let decided = &client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs[0];
+    let decided = &client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs[0];
     assert_eq!(decided.state, MatchState::H1 as i32, "{decided:?}");
     assert_eq!(latest(&mut client).await, 2);
     assert_eq!(watch.message().await.unwrap().unwrap().version, 2);
@@ -174,7 +174,7 @@ async fn a_gated_model_reaches_self_play_only_after_it_wins_its_match() {
     // v3 loses to v2 and is never announced, also after a restart.
     assert_eq!(publish(&mut client, 3).await, 3);
     play_out(&mut client, &worker, UniformEvaluator, MaterialEvaluator).await;
-    let jobs = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
+    let jobs = client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs;
     assert_eq!((jobs[0].gates_model, jobs[0].state), (3, MatchState::H0 as i32), "{:?}", jobs[0]);
     assert_eq!(latest(&mut client).await, 2);
     server.stop().await;
@@ -183,7 +183,7 @@ async fn a_gated_model_reaches_self_play_only_after_it_wins_its_match() {
     assert_eq!(latest(&mut client).await, 2);
     let models = client.register(RegisterRequest::default()).await.unwrap().into_inner().current_model.unwrap();
     assert_eq!(models.version, 2);
-    assert_eq!(client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs.len(), 2);
+    assert_eq!(client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs.len(), 2);
     server.stop().await;
 }
 
@@ -255,8 +255,12 @@ async fn a_pair_counts_once_and_only_as_the_rules_end_it_from_its_opening() {
     let again = worker.submit_pair(submit(games, assignment.pair)).await.unwrap().into_inner();
     assert!(!again.counted, "a retry counts nothing");
     assert_eq!(again.job.map(|j| j.wins + j.draws + j.losses), Some(2));
-    let many = TakePairRequest { worker_id: id, can_play: vec!["x".repeat(65)], ..Default::default() };
+    let many = TakePairRequest { worker_id: id.clone(), can_play: vec!["x".repeat(65)], ..Default::default() };
     assert_eq!(worker.take_pair(many).await.unwrap_err().code(), Code::InvalidArgument);
+    let long = TakePairRequest { worker_id: id, failure: "x".repeat(1025), ..Default::default() };
+    let error = worker.take_pair(long).await.unwrap_err();
+    assert_eq!(error.code(), Code::InvalidArgument, "{error:?}");
+    assert!(error.message().contains("failure is at most 1024 bytes"), "{}", error.message());
     server.stop().await;
 }
 
@@ -276,7 +280,7 @@ async fn a_worker_with_an_eval_share_plays_match_pairs_beside_self_play() {
     let finished = newest_match_ends(server.client("worker").await);
     let run = session.run(std::sync::Arc::new(common::MaterialHost), 0, finished);
     tokio::time::timeout(std::time::Duration::from_secs(120), run).await.expect("the match ends").unwrap();
-    let jobs = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs;
+    let jobs = client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs;
     assert_eq!((jobs[0].id, jobs[0].state), (job.id, MatchState::Finished as i32));
     assert_eq!(jobs[0].wins + jobs[0].draws + jobs[0].losses, 6);
     let games = client.get_stats(GetStatsRequest {}).await.unwrap().into_inner().games;
@@ -306,7 +310,7 @@ impl xqz_worker::remote::ModelHost for BrokenHost {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pair_no_worker_can_play_is_given_back_until_its_match_fails() {
+async fn a_pair_no_worker_can_play_is_given_back_with_the_reason_until_its_match_fails() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path(), Evaluation::default(), None).await;
     let mut client = server.client("worker").await;
@@ -319,9 +323,85 @@ async fn a_pair_no_worker_can_play_is_given_back_until_its_match_fails() {
     let failed = newest_match_ends(server.client("worker").await);
     let run = session.run(std::sync::Arc::new(BrokenHost), 0, failed);
     tokio::time::timeout(std::time::Duration::from_secs(60), run).await.expect("the match fails").unwrap();
-    let job = client.list_matches(ListMatchesRequest {}).await.unwrap().into_inner().jobs.remove(0);
+    let job = client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs.remove(0);
     assert_eq!(job.state, MatchState::Failed as i32, "{job:?}");
-    assert!(job.failure.contains("pair 0 was handed out 5 times"), "{}", job.failure);
+    assert!(job.failure.contains("pair 0 failed on workers 5 times"), "{}", job.failure);
+    assert!(job.failure.contains("not a network"), "the worker's reason: {}", job.failure);
     assert_eq!(job.wins + job.draws + job.losses, 0);
+    server.stop().await;
+}
+
+/// A host whose match players load only once the test lets them, and then fail.
+struct StuckHost(std::sync::Mutex<std::sync::mpsc::Receiver<()>>);
+
+impl xqz_worker::remote::ModelHost for StuckHost {
+    type Evaluator = MaterialEvaluator;
+
+    fn evaluator(&self) -> MaterialEvaluator {
+        MaterialEvaluator
+    }
+
+    fn install(&self, _: &Path) -> Result<(), xqz_worker::remote::InstallError> {
+        Ok(())
+    }
+
+    type Player = MaterialEvaluator;
+
+    fn load_player(&self, path: &Path) -> Result<MaterialEvaluator, xqz_worker::remote::InstallError> {
+        // Released by the test, or by its end (the sender dropped).
+        let _ = self.0.lock().unwrap().recv();
+        Err(xqz_worker::remote::InstallError { path: path.into(), source: "released".into() })
+    }
+}
+
+/// Resolves once a pair of some match is in flight.
+async fn a_pair_is_taken(mut client: Client) {
+    loop {
+        let jobs = client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs;
+        if jobs.iter().any(|j| j.pairs_in_flight > 0) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_worker_gives_its_pair_back_at_once_and_the_jobs_come_in_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path(), Evaluation::default(), None).await;
+    let mut client = server.client("worker").await;
+    assert_eq!(publish(&mut client, 1).await, 1);
+    for b in ["material@4", "uniform@4"] {
+        let spec = xqz_arena::job::MatchSpec::new("v1@4".parse().unwrap(), b.parse().unwrap(), 1);
+        client.submit_match(SubmitMatchRequest { spec: Some(xqz_proto::matches::spec_to_wire(&spec)) }).await.unwrap();
+    }
+    let (release, stuck) = std::sync::mpsc::channel();
+    let session =
+        xqz_worker::remote::Session::connect(worker_config(&server, dir.path(), "stopping", 1.0)).await.unwrap();
+    // The worker stops while its pair's players load.
+    let run = session.run(
+        std::sync::Arc::new(StuckHost(std::sync::Mutex::new(stuck))),
+        0,
+        a_pair_is_taken(server.client("worker").await),
+    );
+    tokio::time::timeout(std::time::Duration::from_secs(60), run).await.expect("the worker stops").unwrap();
+    let page = |page_size: u32, page_token: &str| ListMatchesRequest { page_size, page_token: page_token.into() };
+    let first = client.list_matches(page(1, "")).await.unwrap().into_inner();
+    assert_eq!((first.jobs.len(), first.jobs[0].id, first.next_page_token.as_str(), first.total), (1, 2, "1", 2));
+    let second = client.list_matches(page(1, &first.next_page_token)).await.unwrap().into_inner();
+    assert_eq!(second.next_page_token, "", "the last page");
+    let job = &second.jobs[0];
+    assert_eq!((job.id, job.state, job.pairs_in_flight), (1, MatchState::Running as i32, 0), "{job:?}");
+    assert_eq!(job.failure, "", "a pair given back untried is no failure");
+    // Another worker has the pair at once, without waiting for the first to count as gone.
+    let other = worker_id(&mut client).await;
+    let taken = client.take_pair(TakePairRequest { worker_id: other, ..Default::default() }).await.unwrap();
+    assert_eq!(taken.into_inner().pair.map(|p| (p.match_id, p.pair)), Some((1, 0)));
+    drop(release);
+    for (request, what) in [(page(1001, ""), "page_size"), (page(1, "x"), "page_token"), (page(1, "0"), "page_token")] {
+        let error = client.list_matches(request).await.unwrap_err();
+        assert_eq!(error.code(), Code::InvalidArgument, "{what}: {error:?}");
+        assert!(error.message().contains(what), "{}", error.message());
+    }
     server.stop().await;
 }

@@ -21,6 +21,9 @@ use crate::v1;
 use crate::v1::match_player::Kind;
 use crate::wire::{decode_move, move_code, quote};
 
+/// The longest reason a worker may give (`TakePairRequest.failure`) for a pair it could not play.
+pub const MAX_FAILURE_BYTES: usize = 1024;
+
 /// A match message that cannot be turned into a match, a player or a pair.
 #[derive(Debug, thiserror::Error)]
 pub enum MatchWireError {

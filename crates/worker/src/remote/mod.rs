@@ -25,7 +25,8 @@
 //!
 //! On shutdown no new game starts, games in progress get [`RemoteConfig::drain`] to finish (then
 //! the rest are dropped), finished games are spooled and the uploader gets [`SHUTDOWN_GRACE`] to
-//! send them. What it cannot send stays in the spool and is sent by the next run.
+//! send them. What it cannot send stays in the spool and is sent by the next run. Match loops give
+//! back the pair each holds, so that it goes out again at once.
 
 mod batcher;
 mod client;
@@ -52,6 +53,7 @@ use xqz_proto::wire::{WireError, settings_from_wire, suite_from_wire};
 use self::batcher::{Batcher, batch_games};
 pub use self::client::{Auth, Client};
 use self::client::{Failure, call, classify, wait};
+use self::matches::MatchLoops;
 pub use self::matches::capabilities;
 use crate::backoff::Backoff;
 use crate::metrics::WorkerMetrics;
@@ -256,27 +258,21 @@ impl Session {
         if share >= 1.0 {
             return Ok(self.play_matches_only(host, shutdown).await);
         }
-        let matches = (share > 0.0).then(|| {
-            let (client, config, id) = (self.client.clone(), self.config.clone(), self.worker_id.clone());
-            tokio::spawn(matches::play_matches(client, config, id, host.clone(), share))
-        });
+        let matches =
+            (share > 0.0).then(|| MatchLoops::start(1, &self.client, &self.config, &self.worker_id, &host, share));
         let uploaded = self.self_play(host, model_version, shutdown).await;
         if let Some(matches) = matches {
-            matches.abort();
+            matches.stop().await;
         }
         uploaded
     }
 
-    /// Match pairs only, one loop per thread, until `shutdown`: a pair in progress is dropped (and
-    /// handed out again by the coordinator once this worker counts as gone). Returns 0 (no games
+    /// Match pairs only, one loop per thread, until `shutdown`: a pair in progress is dropped and
+    /// given back, so that the coordinator hands it out again at once. Returns 0 (no games
     /// uploaded).
     async fn play_matches_only<H: ModelHost>(self, host: Arc<H>, shutdown: impl Future<Output = ()>) -> u64 {
-        let loops: Vec<_> = (0..self.config.threads.max(1))
-            .map(|_| {
-                let (client, config, id) = (self.client.clone(), self.config.clone(), self.worker_id.clone());
-                tokio::spawn(matches::play_matches(client, config, id, host.clone(), 1.0))
-            })
-            .collect();
+        let threads = self.config.threads.max(1);
+        let loops = MatchLoops::start(threads, &self.client, &self.config, &self.worker_id, &host, 1.0);
         let heartbeat = tokio::spawn(heartbeat::heartbeats(
             self.client.clone(),
             self.worker_id.clone(),
@@ -286,7 +282,7 @@ impl Session {
         ));
         info!(loops = loops.len(), "playing evaluation matches only");
         shutdown.await;
-        loops.iter().for_each(|l| l.abort());
+        loops.stop().await;
         heartbeat.abort();
         0
     }
