@@ -43,7 +43,8 @@ pub fn run(args: &SimulateGateArgs) -> Result<()> {
     };
     ensure!(shape.counts.iter().filter(|&&c| c > 0).count() > 1, "--shape needs pairs in more than one bin");
     ensure!(args.matches > 0, "--matches must be at least 1");
-    let evaluation = Evaluation { previous_pairs: args.eval_previous_pairs, gate: Some(args.gate), ..Default::default() };
+    let evaluation =
+        Evaluation { previous_pairs: args.eval_previous_pairs, gate: Some(args.gate), ..Default::default() };
     let cap = args.cap.unwrap_or_else(|| u64::from(evaluation.gate_pairs().expect("a gate is set")));
     let simulation = GateSimulation { sprt: args.gate, cap, shape, matches: args.matches, seed: args.seed };
     let rows: Vec<GateOutcome> = std::thread::scope(|scope| {

@@ -244,12 +244,12 @@ mod tests {
     use super::*;
     use crate::matches::{self, Board};
     use crate::registry::Registry;
-    use xqz_proto::v1;
     use crate::settings::SettingsHistory;
     use crate::store::tests::{game, submission};
     use crate::store::{Ingested, Memory, Store};
     use crate::worker_ids::WorkerIds;
     use xqz_mcts::{PlaySchedule, PlaySettings};
+    use xqz_proto::v1;
 
     fn open(data: &Path) -> (Registry, SettingsHistory, WorkerIds) {
         let registry = Registry::open(&data.join("models")).unwrap();
@@ -323,7 +323,10 @@ mod tests {
             // The leases are gone, as after any restart.
             assert_eq!(after, v1::MatchJob { pairs_in_flight: 0, ..before.clone() });
         }
-        assert_eq!((before[0].state, before[1].state), (v1::MatchState::Running as i32, v1::MatchState::Finished as i32));
+        assert_eq!(
+            (before[0].state, before[1].state),
+            (v1::MatchState::Running as i32, v1::MatchState::Finished as i32)
+        );
         assert_eq!(board.ended_gates().collect::<Vec<_>>(), [(2, false)], "one pair with no SPRT passes nothing");
         assert_eq!(xqz_arena::records::read_games(second.path()).unwrap().len(), 6);
         let listing = second.path().join(records::RECORDS_DIR).join(records::PGN_FILE);

@@ -202,7 +202,9 @@ pub(crate) fn settle_gates(state: &State) {
                 None => Ok(None),
             };
             match queued {
-                Ok(Some(id)) => info!(version = model, match_id = id, "a held model without a match has its gating match queued"),
+                Ok(Some(id)) => {
+                    info!(version = model, match_id = id, "a held model without a match has its gating match queued")
+                }
                 Ok(None) => {
                     info!(version = model, "a held model without a match is announced: no gate is set now");
                     decided.push((model, true));

@@ -116,26 +116,6 @@ mod tests {
     }
 
     #[test]
-    fn the_model_match_shape_is_every_model_pair_of_the_committed_ab_records() {
-        let evidence = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/learning-evidence");
-        let mut counts = [0; 5];
-        for ab in ["ab-cont", "ab-ema", "ab-levers", "ab-moves-left", "ab-surprise"] {
-            let rows = crate::records::read_games(&evidence.join(ab)).unwrap();
-            let mut pairs: std::collections::BTreeMap<(&str, u32), Vec<f64>> = Default::default();
-            // Checkpoints against checkpoints; their matches against material@32 are left out.
-            for row in rows.iter().filter(|r| r.a_steps.is_some() && r.b_steps.is_some()) {
-                pairs.entry((row.match_id.as_str(), row.pair)).or_default().push(row.a_score);
-            }
-            for scores in pairs.values() {
-                let bin = (2.0 * (scores[0] + scores[1])) as usize;
-                counts[bin] += 1;
-                counts[4 - bin] += 1;
-            }
-        }
-        assert_eq!(counts, MODEL_MATCHES.counts);
-    }
-
-    #[test]
     fn the_shape_moved_to_an_elo_scores_as_that_elo_and_keeps_its_draws_near() {
         for elo in [-60.0, 0.0, 30.0] {
             let truth = WIDE.shaped(&MODEL_MATCHES, elo).unwrap();
