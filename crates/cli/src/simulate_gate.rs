@@ -31,14 +31,19 @@ pub struct SimulateGateArgs {
     seed: u64,
     /// The pair counts (scores 0, ½, 1, 1½, 2) whose shape the simulated pairs take, moved to
     /// each Elo; by default the project's model-against-model matches.
-    #[arg(long, value_delimiter = ',', num_args = 5)]
+    #[arg(long, value_delimiter = ',')]
     shape: Option<Vec<u32>>,
 }
 
 /// Prints the gate's simulated pass rates and match lengths, one row per true Elo.
 pub fn run(args: &SimulateGateArgs) -> Result<()> {
     let shape = match &args.shape {
-        Some(counts) => Pentanomial { counts: counts.as_slice().try_into()? },
+        Some(counts) => {
+            let counts = counts.as_slice().try_into();
+            Pentanomial {
+                counts: counts.map_err(|_| anyhow::anyhow!("--shape takes 5 counts, of pair scores 0 to 2"))?,
+            }
+        }
         None => MODEL_MATCHES,
     };
     ensure!(shape.counts.iter().filter(|&&c| c > 0).count() > 1, "--shape needs pairs in more than one bin");
