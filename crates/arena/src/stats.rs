@@ -51,6 +51,8 @@
 //! [`bradley_terry`] rates many players jointly from their mutual results by maximum likelihood in the
 //! Bradley–Terry model (a draw counts as half a win for each side), fitted by Newton's method.
 
+pub mod simulation;
+
 use std::collections::BTreeMap;
 use std::f64::consts::{LN_10, PI, SQRT_2};
 use std::fmt;
@@ -66,6 +68,19 @@ const ELO_PER_NEPER: f64 = 400.0 / LN_10;
 
 /// Weight given to an empty bin when computing a log-likelihood ratio (fishtest's regularization).
 const EMPTY_BIN: f64 = 1e-3;
+
+/// How many times its expected length at `elo1` a test that must decide may run before it is cut
+/// ([`Sprt::truncation`]): long enough that the cut rarely comes and, when it does, falls on a
+/// model between `elo0` and `elo1`, for which either answer is fair (docs/EVALUATION.md has the
+/// simulated rates).
+pub const TRUNCATION: f64 = 3.0;
+
+/// The shape of the project's matches between two models: the pair counts of every
+/// model-against-model pair in the committed A/B records (`docs/learning-evidence/ab-*/eval`,
+/// 1,350 pairs), each counted from both players' side, so that the shape sits at 0 Elo. Pairs
+/// of a model against the one before look like these (most games drawn, few pairs lopsided), so
+/// the gate's cap and its simulation ([`simulation`]) use them.
+pub const MODEL_MATCHES: Pentanomial = Pentanomial { counts: [161, 678, 1022, 678, 161] };
 
 /// Elo difference implied by an expected score: `400 log10(s / (1 − s))`; ±infinity at 1 and 0.
 pub fn elo_from_score(score: f64) -> f64 {
@@ -442,17 +457,72 @@ impl Sprt {
         }
     }
 
+    /// The state of the test cut at `cap` pairs (Wald's truncated SPRT): as [`Sprt::decide`] below
+    /// `cap` pairs; at `cap` pairs or more a test still undecided accepts H1 if its LLR is positive
+    /// (the pairs are likelier under H1 than under H0), else H0.
+    pub fn decide_truncated(&self, pairs: &Pentanomial, cap: u64) -> SprtState {
+        let llr = self.llr(pairs);
+        match self.decide_llr(llr) {
+            SprtState::Continue if pairs.pairs() >= cap && llr > 0.0 => SprtState::AcceptH1,
+            SprtState::Continue if pairs.pairs() >= cap => SprtState::AcceptH0,
+            state => state,
+        }
+    }
+
+    /// The distribution of pair scores (0, ¼, ½, ¾, 1) shaped like `shape` at `elo` (in this test's
+    /// model): the one on which `shape`'s counts are likeliest among those at that Elo, as the
+    /// test fits its hypotheses. None when `shape` is empty.
+    pub fn shaped(&self, shape: &Pentanomial, elo: f64) -> Option<[f64; 5]> {
+        let fitted = self.fit(&Observed::new(&shape.counts)?, elo)?;
+        fitted.try_into().ok()
+    }
+
+    /// The mean LLR that one pair adds when the pairs follow `truth` (probabilities of the pair
+    /// scores 0, ¼, ½, ¾, 1): `Σᵢ qᵢ ln(p1ᵢ / p0ᵢ)`, `pk` the hypotheses fitted to `truth` itself,
+    /// which is what the test's fits tend to as the pairs add up.
+    pub fn drift(&self, truth: &[f64; 5]) -> f64 {
+        let observed = Observed::from_probabilities(truth);
+        let (Some(p0), Some(p1)) = (self.fit(&observed, self.elo0), self.fit(&observed, self.elo1)) else {
+            return f64::NAN;
+        };
+        truth.iter().zip(p0.iter().zip(&p1)).filter(|(q, _)| **q > 0.0).map(|(q, (q0, q1))| q * (q1 / q0).ln()).sum()
+    }
+
+    /// The pairs the test plays on average when H1 holds, for pairs shaped like `shape` (Wald's
+    /// approximation `((1 − β) ln B + β ln A) / drift`, A and B the bounds, drift the
+    /// [`Sprt::drift`] at `elo1`); infinite when `shape` is empty.
+    pub fn expected_pairs(&self, shape: &Pentanomial) -> f64 {
+        let Some(truth) = self.shaped(shape, self.elo1) else {
+            return f64::INFINITY;
+        };
+        let (lower, upper) = self.bounds();
+        ((1.0 - self.beta) * upper + self.beta * lower) / self.drift(&truth)
+    }
+
+    /// The pair cap of a test that must decide ([`Sprt::decide_truncated`]):
+    /// [`TRUNCATION`] × [`Sprt::expected_pairs`] on `shape`, rounded up.
+    pub fn truncation(&self, shape: &Pentanomial) -> u64 {
+        let pairs = (TRUNCATION * self.expected_pairs(shape)).ceil();
+        if pairs.is_finite() { pairs as u64 } else { u64::MAX }
+    }
+
+    /// The distribution closest to `observed` whose Elo (in this test's model) is `elo`.
+    fn fit(&self, observed: &Observed, elo: f64) -> Option<Vec<f64>> {
+        match self.model {
+            EloModel::Logistic => observed.mle_with_mean(score_from_elo(elo)),
+            EloModel::Normalized => {
+                let per_result = games_per_result(observed.values.len());
+                observed.mle_with_t_value(elo / NELO_PER_T * per_result.sqrt())
+            }
+        }
+    }
+
     /// `Σᵢ nᵢ ln(p1ᵢ / p0ᵢ)` over the regularized counts, `pk` the MLE under hypothesis k.
     fn llr_counts(&self, counts: &[u32]) -> f64 {
         let Some(observed) = Observed::new(counts) else {
             return 0.0;
         };
-        let per_result = games_per_result(counts.len());
-        let fit = |elo: f64| match self.model {
-            EloModel::Logistic => observed.mle_with_mean(score_from_elo(elo)),
-            EloModel::Normalized => observed.mle_with_t_value(elo / NELO_PER_T * per_result.sqrt()),
-        };
-        let (Some(p0), Some(p1)) = (fit(self.elo0), fit(self.elo1)) else {
+        let (Some(p0), Some(p1)) = (self.fit(&observed, self.elo0), self.fit(&observed, self.elo1)) else {
             return f64::NAN;
         };
         observed.weights.iter().zip(p0.iter().zip(&p1)).map(|(n, (q0, q1))| n * (q1 / q0).ln()).sum()
@@ -482,6 +552,17 @@ impl Observed {
         let total: f64 = weights.iter().sum();
         let probabilities = weights.iter().map(|weight| weight / total).collect();
         Some(Observed { values: support(counts.len()), weights, total, probabilities })
+    }
+
+    /// A distribution as if observed once (weights summing to 1), empty bins kept empty.
+    fn from_probabilities(probabilities: &[f64]) -> Self {
+        let total = probabilities.iter().sum();
+        Observed {
+            values: support(probabilities.len()),
+            weights: probabilities.to_vec(),
+            total,
+            probabilities: probabilities.to_vec(),
+        }
     }
 
     /// The most likely distribution (on the same values) with mean `score`.

@@ -98,7 +98,8 @@ pub struct CoordinatorArgs {
     eval_playouts: u32,
     /// Gate each model after the first: announced to self-play workers only once its match
     /// against the newest announced model accepts H1 of this SPRT (`ELO0,ELO1[,ALPHA,BETA]`),
-    /// never if it accepts H0 or runs out of pairs (--eval-previous-pairs, 100 if 0).
+    /// never if it accepts H0. The match plays up to 3 times the SPRT's expected pairs at ELO1
+    /// (or --eval-previous-pairs if more); one undecided there passes if its LLR is positive.
     #[arg(long)]
     gate: Option<xqz_arena::stats::Sprt>,
     #[command(flatten)]

@@ -36,6 +36,9 @@ pub enum EvalCommand {
         #[arg(long)]
         json: bool,
     },
+    /// How often the coordinator's gate (`--gate`) passes a model of a given true Elo and how many
+    /// pairs its match plays, simulated over the pentanomial shape of the project's matches.
+    SimulateGate(crate::simulate_gate::SimulateGateArgs),
     /// Queue a match for a coordinator's workers to play (`xqz worker --eval-share`): its games go
     /// to the coordinator's match table, its SPRT decides there; the trainer's token if one is set.
     Submit(Box<crate::eval_jobs::SubmitArgs>),
@@ -99,6 +102,10 @@ pub fn run(command: EvalCommand) -> Result<ExitCode> {
             for line in done {
                 println!("{line}");
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        EvalCommand::SimulateGate(args) => {
+            crate::simulate_gate::run(&args)?;
             Ok(ExitCode::SUCCESS)
         }
         EvalCommand::Submit(args) => crate::eval_jobs::submit(&args),

@@ -34,6 +34,7 @@ mod run_status;
 #[cfg(feature = "torch")]
 mod selfplay;
 mod settings;
+mod simulate_gate;
 mod standings;
 #[cfg(feature = "torch")]
 mod state;

@@ -21,6 +21,25 @@ fn perft_prints_nodes_and_nps() {
 }
 
 #[test]
+fn simulate_gate_prints_the_gates_pass_rate_and_length_for_each_true_elo() {
+    let args = ["eval", "simulate-gate", "--gate", "0,50", "--elo", "-60,150", "--matches", "40", "--seed", "3"];
+    let out = xqz(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    // 3 × the 69.2 pairs SPRT(0, 50) takes on average at 50 Elo, rounded up.
+    assert!(lines[0].starts_with("gate SPRT(0, 50) logistic Elo") && lines[0].contains("cut at 208 pairs"), "{text}");
+    let row = |line: &str| line.split_whitespace().map(String::from).collect::<Vec<_>>();
+    assert_eq!(row(lines[1])[..3], ["true", "Elo", "pass"]);
+    assert_eq!(row(lines[2])[..3], ["-60", "0.0%", "100.0%"], "{text}");
+    assert_eq!(row(lines[3])[..3], ["+150", "100.0%", "0.0%"], "{text}");
+    assert_eq!(lines.len(), 4);
+    let out = xqz(&["eval", "simulate-gate", "--shape", "0,0,5,0,0"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("more than one bin"));
+}
+
+#[test]
 fn perft_divide_lists_each_root_move_in_coordinates() {
     let out = xqz(&["perft", "--depth", "2", "--divide"]);
     let text = stdout(&out);

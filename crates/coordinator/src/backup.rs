@@ -4,9 +4,17 @@
 //! history and the worker-id key. A data folder that lacks them is filled from the backup before
 //! the coordinator opens it; one that has them keeps its own.
 //!
+//! The match jobs go with them: `matches.json`, then the match table (`games.arrow`) and its
+//! listing (`games.pgn`, both in `eval/` in the folder), read together under the board's lock
+//! ([`Board::files`](crate::matches::Board::files)), so that a restored folder has the jobs
+//! with the pairs they were judged from; a job restored running goes on from its counted pairs,
+//! and one the restored table shows decided is judged at the start.
+//!
 //! The backup holds flat names: `v<N>.safetensors` and `v<N>.json` (as in `models/`),
-//! `registry.json`, `settings.json` and `worker-ids.key`. The registry is copied after the
-//! models it lists, so a backup's registry always names complete files. A light state
+//! `registry.json`, `settings.json`, `worker-ids.key`, `matches.json`, `games.arrow` and
+//! `games.pgn`. The registry is copied after the models it lists, so a backup's registry always
+//! names complete files; the jobs file before the table, so that a copy cut short leaves no
+//! pair of a job that the jobs file lacks (which a later job of the same id would count). A light state
 //! (`xqz state light`) has this layout with the weights of the latest model alone: the others'
 //! are not restored, and a download of one is answered NOT_FOUND.
 //!
@@ -21,6 +29,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use xqz_arena::records;
 use xqz_dataset::DatasetLocation;
 use xqz_run_folder::CoordinatorFolder;
 
@@ -33,6 +42,9 @@ const SETTINGS_FILE: &str = CoordinatorFolder::SETTINGS;
 const KEY_FILE: &str = CoordinatorFolder::WORKER_ID_KEY;
 const KEY_LOG: &str = CoordinatorFolder::KEY_LOG;
 const OLD_KEY_LOG: &str = CoordinatorFolder::OLD_KEY_LOG;
+const MATCHES_FILE: &str = CoordinatorFolder::MATCHES;
+/// The match table's files, in `eval/` in the folder and flat in the backup.
+const TABLE_FILES: [&str; 2] = [records::TABLE_FILE, records::PGN_FILE];
 
 /// The coordinator's part of a light state of the stopped coordinator whose data folder is
 /// `data`, as (name, contents) in the order to store them: every model's metadata, the latest
@@ -71,6 +83,8 @@ pub struct Restored {
     pub worker_key: bool,
     /// Idempotency log generations that came from the backup (0 to 2).
     pub key_logs: usize,
+    /// Whether the match jobs and their match table came from the backup.
+    pub matches: bool,
 }
 
 /// A coordinator's backup location, the data folder it copies from and the newest model known to
@@ -141,6 +155,20 @@ impl Backup {
             worker_ids::write_key(data, &bytes).at(data.join(KEY_FILE))?;
             restored.worker_key = true;
         }
+        // The table first, the jobs file last: a restore cut short is done again at the next start.
+        if !data.join(MATCHES_FILE).exists()
+            && let Some(jobs) = get(MATCHES_FILE)?
+        {
+            let table = data.join(records::RECORDS_DIR);
+            std::fs::create_dir_all(&table).at(&table)?;
+            for name in TABLE_FILES {
+                if let Some(bytes) = get(name)? {
+                    write_atomic(&table.join(name), &bytes)?;
+                }
+            }
+            write_atomic(&data.join(MATCHES_FILE), &jobs)?;
+            restored.matches = true;
+        }
         // Both generations or neither: a folder with a log of its own knows its keys best.
         if key_logs && !data.join(KEY_LOG).exists() && !data.join(OLD_KEY_LOG).exists() {
             for name in [OLD_KEY_LOG, KEY_LOG] {
@@ -155,9 +183,10 @@ impl Backup {
 
     /// Copies what the backup lacks of the data folder: the models published since the last
     /// copy, then the registry, and the settings history and the worker-id key, which are small,
-    /// and the idempotency log where it is kept. Called once the folder is opened, after each
-    /// publication and after the store is closed.
-    pub fn copy(&self) -> Result<(), CoordinatorError> {
+    /// the idempotency log where it is kept, and the board's `matches` files
+    /// ([`Board::files`](crate::matches::Board::files)). Called once the folder is opened, after
+    /// each publication and after the store is closed.
+    pub fn copy(&self, matches: Vec<(String, Vec<u8>)>) -> Result<(), CoordinatorError> {
         let mut backed_up = self.backed_up.lock().unwrap_or_else(|e| e.into_inner());
         let data = &self.data;
         let models = CoordinatorFolder::new(data).models_dir();
@@ -198,6 +227,7 @@ impl Backup {
                 }
             }
         }
+        files.extend(matches);
         self.location.put_files(files).map_err(failed(&self.location))?;
         *backed_up = newest;
         Ok(())
@@ -212,12 +242,14 @@ impl Backup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matches::{self, Board};
     use crate::registry::Registry;
     use crate::settings::SettingsHistory;
     use crate::store::tests::{game, submission};
     use crate::store::{Ingested, Memory, Store};
     use crate::worker_ids::WorkerIds;
     use xqz_mcts::{PlaySchedule, PlaySettings};
+    use xqz_proto::v1;
 
     fn open(data: &Path) -> (Registry, SettingsHistory, WorkerIds) {
         let registry = Registry::open(&data.join("models")).unwrap();
@@ -233,18 +265,18 @@ mod tests {
         let (backup, restored) = Backup::restore(location.clone(), first.path(), false).unwrap();
         assert_eq!(restored, Restored::default(), "an empty backup restores nothing");
         let (registry, _, ids) = open(first.path());
-        backup.copy().unwrap();
+        backup.copy(Vec::new()).unwrap();
         let id = ids.issue("box");
         for n in 0..2 {
             let (metadata, weights) = registry::tests::checkpoint(n);
             registry.publish(&metadata, "trainer", &weights, 1, false).unwrap();
-            backup.copy().unwrap();
+            backup.copy(Vec::new()).unwrap();
         }
 
         // A new, empty data folder gets the two models, the settings and the key.
         let second = tempfile::tempdir().unwrap();
         let (backup, restored) = Backup::restore(location.clone(), second.path(), false).unwrap();
-        assert_eq!(restored, Restored { models: 2, settings: true, worker_key: true, key_logs: 0 });
+        assert_eq!(restored, Restored { models: 2, settings: true, worker_key: true, key_logs: 0, matches: false });
         let (registry, settings, ids) = open(second.path());
         assert_eq!(registry.latest_version(), 2);
         let weights = std::fs::read(registry.weights_path(2)).unwrap();
@@ -255,12 +287,53 @@ mod tests {
         // The third model goes to the backup beside the restored two.
         let (metadata, weights) = registry::tests::checkpoint(2);
         registry.publish(&metadata, "trainer", &weights, 1, false).unwrap();
-        backup.copy().unwrap();
+        backup.copy(Vec::new()).unwrap();
         let third = tempfile::tempdir().unwrap();
         assert_eq!(Backup::restore(location.clone(), third.path(), false).unwrap().1.models, 3);
 
         // A folder that has its own models keeps them.
         assert_eq!(Backup::restore(location, second.path(), false).unwrap().1, Restored::default());
+    }
+
+    #[test]
+    fn the_match_jobs_and_their_counted_pairs_come_back_with_the_registry() {
+        let (first, backup_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let location = DatasetLocation::Local(backup_dir.path().to_path_buf());
+        let (backup, _) = Backup::restore(location.clone(), first.path(), false).unwrap();
+        open(first.path());
+        let mut board = Board::open(first.path()).unwrap();
+        board.submit(matches::tests::spec(3), None, 1).unwrap();
+        board.submit(matches::tests::spec(1), Some(2), 2).unwrap();
+        let taken: Vec<_> = (0..4)
+            .map(|_| board.take("w", &[], &|_| true).map(|a| (a.match_id, a.pair)).unwrap())
+            .collect();
+        assert_eq!(taken, [(1, 0), (1, 1), (1, 2), (2, 0)]);
+        for (id, pair) in [(1, 0), (1, 1), (2, 0)] {
+            board.count(id, pair, "w", matches::tests::play(&matches::tests::spec(3), pair)).unwrap();
+        }
+        backup.copy(board.files().unwrap()).unwrap();
+        let before: Vec<_> = [1, 2].map(|id| board.get(id).unwrap()).into();
+
+        let second = tempfile::tempdir().unwrap();
+        let (_, restored) = Backup::restore(location.clone(), second.path(), false).unwrap();
+        assert!(restored.matches && restored.models == 0, "{restored:?}");
+        let board = Board::open(second.path()).unwrap();
+        for (id, before) in [1, 2].into_iter().zip(&before) {
+            let after = board.get(id).unwrap();
+            // The leases are gone, as after any restart.
+            assert_eq!(after, v1::MatchJob { pairs_in_flight: 0, ..before.clone() });
+        }
+        assert_eq!(
+            (before[0].state, before[1].state),
+            (v1::MatchState::Running as i32, v1::MatchState::Finished as i32)
+        );
+        assert_eq!(board.ended_gates().collect::<Vec<_>>(), [(2, false)], "one pair with no SPRT passes nothing");
+        assert_eq!(xqz_arena::records::read_games(second.path()).unwrap().len(), 6);
+        let listing = second.path().join(records::RECORDS_DIR).join(records::PGN_FILE);
+        assert_eq!(std::fs::read(listing).unwrap(), std::fs::read(first.path().join("eval/games.pgn")).unwrap());
+
+        // A folder with jobs of its own keeps them.
+        assert!(!Backup::restore(location, second.path(), false).unwrap().1.matches);
     }
 
     #[test]
@@ -279,12 +352,12 @@ mod tests {
         };
         // k0 to k3 rotate into idempotency.log.1; k4 is in idempotency.log, then k5.
         (0..5).for_each(|i| ingest(&mut store, i));
-        backup.copy().unwrap();
+        backup.copy(Vec::new()).unwrap();
         ingest(&mut store, 5);
         // A line being appended while the copy reads is left out of it.
         let mut log = std::fs::OpenOptions::new().append(true).open(first.path().join(KEY_LOG)).unwrap();
         std::io::Write::write_all(&mut log, b"{\"key\":\"k6\",\"acc").unwrap();
-        backup.copy().unwrap();
+        backup.copy(Vec::new()).unwrap();
         store.close().unwrap();
         let copied = std::fs::read_to_string(backup_dir.path().join(KEY_LOG)).unwrap();
         assert_eq!(copied.lines().count(), 2, "{copied}");
@@ -313,7 +386,7 @@ mod tests {
         let (registry, _, _) = open(data.path());
         let (metadata, weights) = registry::tests::checkpoint(0);
         registry.publish(&metadata, "trainer", &weights, 1, false).unwrap();
-        backup.copy().unwrap();
+        backup.copy(Vec::new()).unwrap();
         std::fs::remove_file(backup_dir.path().join("v1.safetensors")).unwrap();
         let err = Backup::restore(location, tempfile::tempdir().unwrap().path(), false).err().unwrap();
         assert!(err.to_string().contains("registry.json lists v1.safetensors, which is missing"), "{err}");

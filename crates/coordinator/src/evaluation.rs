@@ -2,8 +2,7 @@
 //! `SubmitPair`) over the [`Board`](crate::matches::Board), and the release of a model that a gate
 //! held back from self-play once its match decides.
 
-use std::collections::HashSet;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
 
 use tonic::{Request, Status};
 use tracing::{info, warn};
@@ -193,19 +192,61 @@ fn count_status(e: CountError) -> Status {
     }
 }
 
-/// Ends the hold of models whose gating match decided while the gate's decision could not be
-/// stored, and of models held by a match that no longer runs (both only after a failure).
-pub(crate) fn settle_gates(state: &Arc<State>) {
-    let (running, decided): (HashSet<u64>, Vec<(u64, bool)>) = {
-        let board = lock(&state.matches);
-        (board.gating().collect(), board.decided_gates().collect())
-    };
+/// Settles every model that a gate holds without a running match: one whose match ended (the
+/// decision was not stored, or the match was judged at the start: [`Board::open`]) is released
+/// or refused by that match's result, the newest one's; one with no match at all (its
+/// queueing failed, or a crash came between the publication and it) gets its gating match
+/// queued again, against the newest model announced before it, or is announced if the
+/// coordinator now runs without a gate. A match that cannot be queued for want of room refuses
+/// its model; one that cannot be stored is tried again at the next call. Called at the start
+/// and at every sweep.
+///
+/// [`Board::open`]: crate::matches::Board::open
+pub(crate) fn settle_gates(state: &State) {
+    let held = state.registry.held();
+    // Held models are usually in their running match: that costs only a look at the board.
+    if held.is_empty() || held.iter().all(|model| lock(&state.matches).gating().any(|m| m == *model)) {
+        return;
+    }
+    let mut decided = Vec::new();
+    {
+        // A publication holds the settings' lock from the model's storing to its match's queueing.
+        let _settings = state.settings.write().unwrap_or_else(|e| e.into_inner());
+        let mut board = lock(&state.matches);
+        let running: HashSet<u64> = board.gating().collect();
+        let mut ended: HashMap<u64, bool> = HashMap::new();
+        for (model, passed) in board.ended_gates() {
+            ended.entry(model).or_insert(passed);
+        }
+        for model in held.into_iter().filter(|model| !running.contains(model)) {
+            if let Some(&passed) = ended.get(&model) {
+                decided.push((model, passed));
+                continue;
+            }
+            let previous = state.registry.announced_before(model);
+            let queued = match previous {
+                Some(previous) => board.queue_gate(&state.evaluation, model, previous, now_ms()),
+                None => Ok(None),
+            };
+            match queued {
+                Ok(Some(id)) => {
+                    info!(version = model, match_id = id, "a held model without a match has its gating match queued")
+                }
+                Ok(None) => {
+                    info!(version = model, "a held model without a match is announced: no gate is set now");
+                    decided.push((model, true));
+                }
+                Err(e @ SubmitError::Full) => {
+                    warn!(version = model, error = %e, "a held model's gating match cannot be queued; the model is refused");
+                    decided.push((model, false));
+                }
+                Err(SubmitError::Store(e)) => {
+                    warn!(version = model, error = %e, "a held model's gating match could not be stored; tried again at the next sweep")
+                }
+            }
+        }
+    }
     for (model, passed) in decided {
-        if running.contains(&model) {
-            continue;
-        }
-        if state.registry.gate(model) == Some(crate::registry::Gate::Held) {
-            release_gate(state, model, passed);
-        }
+        release_gate(state, model, passed);
     }
 }

@@ -280,6 +280,7 @@ fn open_data(config: &CoordinatorConfig) -> Result<Opened, CoordinatorError> {
                     settings = restored.settings,
                     worker_key = restored.worker_key,
                     key_logs = restored.key_logs,
+                    matches = restored.matches,
                     "data folder filled from the backup"
                 );
             }
@@ -290,22 +291,27 @@ fn open_data(config: &CoordinatorConfig) -> Result<Opened, CoordinatorError> {
     let registry = Registry::open(&folder.models_dir())?;
     let history = SettingsHistory::open(data, &config.settings, config.schedule, registry.latest_version())?;
     let ids = WorkerIds::open(data).at(folder.worker_id_key())?;
+    let board = Board::open(data)?;
     // A backup that cannot be written stops the start, not a later publication.
     if let Some(backup) = &backup {
-        backup.copy()?;
+        backup.copy(board.files()?)?;
     }
-    let board = Board::open(data)?;
     Ok((history, Store::open(data, dataset, crate::store::Memory::default())?, registry, ids, backup, board))
 }
 
-/// Logs workers that fell silent as lost every `every`, even while nobody calls, until `stop`.
+/// Logs workers that fell silent as lost every `every`, even while nobody calls, and settles the
+/// models held without a gating match ([`evaluation::settle_gates`]), until `stop`.
 async fn sweep(state: Arc<State>, every: Duration, mut stop: watch::Receiver<bool>) {
     let mut every = tokio::time::interval(every);
     loop {
         tokio::select! {
-            _ = every.tick() => state.sweep(),
+            _ = every.tick() => {}
             _ = stop.wait_for(|s| *s) => return,
         }
+        state.sweep();
+        // A held model whose gating match could not be queued is queued again.
+        let settle = state.clone();
+        let _ = tokio::task::spawn_blocking(move || evaluation::settle_gates(&settle)).await;
     }
 }
 
@@ -402,9 +408,7 @@ pub async fn serve(
         let closed = tokio::task::spawn_blocking(move || {
             let closed = state.store.lock().unwrap_or_else(|e| e.into_inner()).close();
             // The keys answered since the last publication, for a successor on a new volume.
-            if let Some(backup) = &state.backup
-                && let Err(e) = backup.copy()
-            {
+            if let Err(e) = state.copy_to_backup() {
                 tracing::warn!(error = %e, "stopped, but the last copy to the backup failed");
             }
             closed

@@ -31,9 +31,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use xqz_arena::MatchResult;
-use xqz_arena::job::{Contestant, JobError, MAX_PLAYOUTS, MatchSpec};
-use xqz_arena::records::{MatchLog, read_games};
-use xqz_arena::stats::{Pentanomial, Sprt, SprtState};
+use xqz_arena::job::{Contestant, JobError, MAX_PAIRS, MAX_PLAYOUTS, MatchSpec};
+use xqz_arena::records::{MatchLog, PGN_FILE, RECORDS_DIR, TABLE_FILE, read_games};
+use xqz_arena::stats::{MODEL_MATCHES, Pentanomial, Sprt, SprtState};
 use xqz_arena::tournament::MatchGame;
 use xqz_proto::v1;
 
@@ -107,7 +107,9 @@ pub struct Evaluation {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub material_adjudication: Option<u32>,
     /// With a gate, a new model is announced to self-play only once its match against the newest
-    /// announced model accepts H1 of this test; if it accepts H0 or runs out of pairs, never.
+    /// announced model accepts H1 of this test, never if it accepts H0. The match plays
+    /// [`Evaluation::gate_pairs`] pairs at most; one still undecided then passes if its LLR is
+    /// positive ([`Sprt::decide_truncated`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<Sprt>,
 }
@@ -163,9 +165,18 @@ impl Evaluation {
         Ok(())
     }
 
-    /// Pairs of a gating or anchor match.
+    /// Pairs of an anchor match, or of the match against the previous model without a gate.
     fn pairs(&self) -> u32 {
         if self.previous_pairs > 0 { self.previous_pairs } else { 100 }
+    }
+
+    /// The most pairs of a gating match: sized to its test, not to `previous_pairs` (unless that
+    /// is more), so that a real gain is not refused for want of pairs: [`Sprt::truncation`] on
+    /// the shape of the project's model matches ([`MODEL_MATCHES`]), three times the pairs the
+    /// SPRT takes on average when H1 holds, at most [`MAX_PAIRS`]. None without a gate.
+    pub fn gate_pairs(&self) -> Option<u32> {
+        let sized = |sprt: &Sprt| sprt.truncation(&MODEL_MATCHES).min(u64::from(MAX_PAIRS)) as u32;
+        self.gate.as_ref().map(|sprt| sized(sprt).max(self.previous_pairs.min(MAX_PAIRS)))
     }
 
     /// The matches to queue for `model` (its gating match first), with the model each gates.
@@ -182,7 +193,8 @@ impl Evaluation {
             && (self.gate.is_some() || self.previous_pairs > 0)
         {
             let old = Contestant::Model { version: previous, playouts };
-            let spec = MatchSpec { sprt: self.gate, ..MatchSpec::new(new.clone(), old, self.pairs()) };
+            let pairs = self.gate_pairs().unwrap_or_else(|| self.pairs());
+            let spec = MatchSpec { sprt: self.gate, ..MatchSpec::new(new.clone(), old, pairs) };
             matches.push((terms(spec), self.gate.map(|_| model)));
         }
         if let Some(anchor) = &self.anchor {
@@ -279,6 +291,16 @@ impl Job {
             Some(SprtState::AcceptH0) => JobState::H0,
             _ if self.counted.len() as u32 >= spec.pairs => JobState::Finished,
             _ => JobState::Running,
+        }
+    }
+
+    /// Whether the model this job gates passes, once the job has ended: H1, or its pairs ran out
+    /// with a positive LLR ([`Sprt::decide_truncated`]); H0 and a failed job refuse it.
+    fn passes(&self) -> bool {
+        match self.stored.state {
+            JobState::H1 => true,
+            JobState::Finished => self.stored.spec.sprt.is_some_and(|sprt| sprt.llr(&self.pairs) > 0.0),
+            JobState::Running | JobState::H0 | JobState::Failed(_) => false,
         }
     }
 
@@ -428,7 +450,48 @@ impl Board {
                 job.refresh();
             }
         }
-        Ok(Board { data_dir: data_dir.to_path_buf(), jobs })
+        let board = Board { data_dir: data_dir.to_path_buf(), jobs };
+        board.judge_running()
+    }
+
+    /// The board with every running job judged from its counts: a crash between the write of a
+    /// deciding pair and the save of its job's state left it running. Its gate is settled by
+    /// [`settle_gates`](crate::evaluation::settle_gates), as every ended gate is at the start.
+    fn judge_running(mut self) -> Result<Board, CoordinatorError> {
+        let mut changed = false;
+        for job in self.jobs.iter_mut().filter(|j| j.stored.state == JobState::Running) {
+            let state = job.judged();
+            if state != JobState::Running {
+                tracing::info!(match_id = job.stored.id, state = ?state, "a match decided before a restart is ended");
+                job.stored.state = state;
+                changed = true;
+            }
+        }
+        if changed {
+            self.store()?;
+        }
+        Ok(self)
+    }
+
+    /// The files that keep the board, as (name, contents) in the order a backup stores them:
+    /// the jobs file, then the match table and its listing (those that exist). Read under the
+    /// board's lock, they agree: the table holds every pair the jobs file's states were judged
+    /// from, and no pair of a job the jobs file lacks.
+    pub fn files(&self) -> Result<Vec<(String, Vec<u8>)>, CoordinatorError> {
+        let records = self.data_dir.join(RECORDS_DIR);
+        let mut files = Vec::new();
+        for (name, path) in [
+            (MATCHES_FILE, self.data_dir.join(MATCHES_FILE)),
+            (TABLE_FILE, records.join(TABLE_FILE)),
+            (PGN_FILE, records.join(PGN_FILE)),
+        ] {
+            match fs::read(&path) {
+                Ok(bytes) => files.push((name.to_string(), bytes)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(CoordinatorError::Io { path, source }),
+            }
+        }
+        Ok(files)
     }
 
     fn store(&self) -> Result<(), CoordinatorError> {
@@ -568,8 +631,8 @@ impl Board {
             job.refresh();
             return Ok(Counted { counted: true, gate: None });
         }
-        let gate = job.stored.gates_model.map(|model| (model, state == JobState::H1));
         job.set_state(state);
+        let gate = job.stored.gates_model.map(|model| (model, job.passes()));
         self.store()?;
         Ok(Counted { counted: true, gate })
     }
@@ -593,31 +656,60 @@ impl Board {
         self.jobs.len()
     }
 
-    /// The gated models whose match has ended, and whether each passed.
-    pub fn decided_gates(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
-        self.jobs
-            .iter()
-            .filter(|j| j.stored.state != JobState::Running)
-            .filter_map(|j| j.stored.gates_model.map(|model| (model, j.stored.state == JobState::H1)))
-    }
-
     /// Queues the matches `evaluation` asks for once `model` is published; `previous` is the
-    /// newest model announced before it.
-    pub fn queue_for(&mut self, evaluation: &Evaluation, model: u64, previous: Option<u64>, now_ms: i64) {
+    /// newest model announced before it. A match that cannot be queued is logged and left out;
+    /// the error is returned if it is the gating match, which
+    /// [`settle_gates`](crate::evaluation::settle_gates) queues again.
+    pub fn queue_for(
+        &mut self,
+        evaluation: &Evaluation,
+        model: u64,
+        previous: Option<u64>,
+        now_ms: i64,
+    ) -> Result<(), SubmitError> {
+        let mut gating = Ok(());
         for (spec, gates) in evaluation.matches_for(model, previous) {
             let (a, b) = (spec.a.name(), spec.b.name());
             match self.submit(spec, gates, now_ms) {
                 Ok(job) => {
                     tracing::info!(match_id = job.id, a, b, gate = gates.is_some(), "match queued for the new model")
                 }
-                Err(e) => tracing::warn!(a, b, error = %e, "the new model's match could not be queued"),
+                Err(e) => {
+                    tracing::warn!(a, b, error = %e, "the new model's match could not be queued");
+                    if gates.is_some() {
+                        gating = Err(e);
+                    }
+                }
             }
         }
+        gating
+    }
+
+    /// Queues the gating match of the held `model` against `previous` (the newest model announced
+    /// before it) alone: the match it should have had. None when `evaluation` has no gate.
+    pub fn queue_gate(
+        &mut self,
+        evaluation: &Evaluation,
+        model: u64,
+        previous: u64,
+        now_ms: i64,
+    ) -> Result<Option<u64>, SubmitError> {
+        let matches = evaluation.matches_for(model, Some(previous));
+        let Some((spec, gates)) = matches.into_iter().find(|(_, gates)| gates.is_some()) else {
+            return Ok(None);
+        };
+        self.submit(spec, gates, now_ms).map(|job| Some(job.id))
     }
 
     /// Gated models whose match is still running.
     pub fn gating(&self) -> impl Iterator<Item = u64> + '_ {
         self.jobs.iter().filter(|j| j.stored.state == JobState::Running).filter_map(|j| j.stored.gates_model)
+    }
+
+    /// The gated models whose match ended, with whether it passed them, newest match first.
+    pub fn ended_gates(&self) -> impl Iterator<Item = (u64, bool)> + '_ {
+        let ended = self.jobs.iter().rev().filter(|j| j.stored.state != JobState::Running);
+        ended.filter_map(|j| j.stored.gates_model.map(|model| (model, j.passes())))
     }
 }
 
@@ -633,7 +725,7 @@ pub(crate) enum SubmitError {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use xqz_arena::job::{Contestant, play_pair};
     use xqz_arena::player::SearchPlayer;
     use xqz_arena::stats::{EloModel, Sprt};
@@ -641,7 +733,8 @@ mod tests {
 
     use super::*;
 
-    fn spec(pairs: u32) -> MatchSpec {
+    /// `pairs` pairs of material counting against the bare rules, 4 playouts, 40-ply games.
+    pub(crate) fn spec(pairs: u32) -> MatchSpec {
         MatchSpec {
             max_plies: 40,
             material_adjudication: Some(1),
@@ -650,7 +743,7 @@ mod tests {
     }
 
     /// Plays a pair of `spec`, whose first player is material counting and second the bare rules.
-    fn play(spec: &MatchSpec, pair: u32) -> [MatchGame; 2] {
+    pub(crate) fn play(spec: &MatchSpec, pair: u32) -> [MatchGame; 2] {
         let search = SearchConfig::default();
         let playouts = |c: &Contestant| match c {
             Contestant::Material { playouts } | Contestant::Uniform { playouts } => *playouts,
@@ -674,6 +767,85 @@ mod tests {
             let error = evaluation.validate().unwrap_err().to_string();
             assert!(error.contains(expected), "{error}");
         }
+    }
+
+    #[test]
+    fn a_gating_match_is_sized_to_its_test_not_to_the_previous_pairs() {
+        let gate: Sprt = "0,10".parse().unwrap();
+        let documented = Evaluation { previous_pairs: 100, gate: Some(gate), ..Evaluation::default() };
+        let expected = gate.expected_pairs(&MODEL_MATCHES);
+        assert!((1000.0..2500.0).contains(&expected), "{expected}");
+        let pairs = documented.gate_pairs().unwrap();
+        assert_eq!(pairs, (3.0 * expected).ceil() as u32);
+        let queued = documented.matches_for(2, Some(1));
+        assert_eq!((queued[0].0.pairs, queued[0].1), (pairs, Some(2)));
+        // More pairs than the test's own cap are kept; a test too narrow to end is cut at the most.
+        let longer = Evaluation { previous_pairs: 20_000, ..documented.clone() };
+        assert_eq!(longer.gate_pairs(), Some(20_000));
+        let narrow = Evaluation { gate: Some("0,0.1".parse().unwrap()), ..documented.clone() };
+        assert_eq!(narrow.gate_pairs(), Some(MAX_PAIRS));
+        // Without a gate the match against the previous model plays the previous pairs.
+        let ungated = Evaluation { gate: None, ..documented };
+        assert_eq!(ungated.gate_pairs(), None);
+        let (previous, gates) = &ungated.matches_for(2, Some(1))[0];
+        assert_eq!((previous.pairs, previous.sprt, *gates), (100, None, None));
+    }
+
+    #[test]
+    fn a_gating_match_cut_at_its_cap_passes_its_model_only_on_a_positive_llr() {
+        // SPRT(0, 10): four pairs reach no bound.
+        let gate: Sprt = "0,10".parse().unwrap();
+        let ended = |scores: &[[f64; 2]], state: Option<JobState>| {
+            let spec = MatchSpec { sprt: Some(gate), ..spec(scores.len() as u32) };
+            let stored = StoredJob { id: 1, spec, created_ms: 0, gates_model: Some(2), state: JobState::Running };
+            let mut job = Job::new(stored);
+            for (pair, scores) in scores.iter().enumerate() {
+                job.add(pair as u32, *scores);
+            }
+            job.stored.state = state.unwrap_or_else(|| job.judged());
+            job
+        };
+        let ahead = ended(&[[1.0, 0.5], [0.5, 0.5], [0.5, 0.0], [1.0, 0.5]], None);
+        assert_eq!(ahead.stored.state, JobState::Finished);
+        assert!(gate.llr(&ahead.pairs) > 0.0 && ahead.passes());
+        let behind = ended(&[[0.0, 0.5], [0.5, 0.5], [0.5, 1.0], [0.0, 0.5]], None);
+        assert_eq!(behind.stored.state, JobState::Finished);
+        assert!(gate.llr(&behind.pairs) < 0.0 && !behind.passes());
+        // A failed match refuses its model whatever its pairs say; H0 too, H1 passes.
+        let scores = [[1.0, 0.5], [0.5, 0.5]];
+        assert!(!ended(&scores, Some(JobState::Failed("lost".into()))).passes());
+        assert!(!ended(&scores, Some(JobState::H0)).passes());
+        assert!(ended(&[[0.0, 0.0]], Some(JobState::H1)).passes());
+        assert!(!ended(&scores, Some(JobState::Running)).passes(), "a running match decides nothing");
+    }
+
+    #[test]
+    fn a_job_decided_by_a_pair_written_before_a_crash_is_judged_at_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut board = Board::open(dir.path()).unwrap();
+        let sprt = Sprt { elo0: 0.0, elo1: 50.0, alpha: 0.2, beta: 0.2, model: EloModel::Logistic };
+        let strong = MatchSpec { a: Contestant::Material { playouts: 32 }, sprt: Some(sprt), ..spec(40) };
+        board.submit(strong.clone(), Some(7), 1).unwrap();
+        // The jobs file is saved at the decision only: this is it before the deciding pair.
+        let running = std::fs::read(dir.path().join(MATCHES_FILE)).unwrap();
+        let mut decided = None;
+        while decided.is_none() {
+            let pair = board.take("w", &[], &|_| true).unwrap().pair;
+            decided = board.count(1, pair, "w", play(&strong, pair)).unwrap().gate;
+        }
+        assert_eq!(decided, Some((7, true)));
+        let counts = board.get(1).unwrap().pentanomial;
+        drop(board);
+
+        // The crash came after the deciding pair's games were written, before the job was saved.
+        std::fs::write(dir.path().join(MATCHES_FILE), &running).unwrap();
+        let board = Board::open(dir.path()).unwrap();
+        let judged = board.get(1).unwrap();
+        assert_eq!((judged.state, judged.pentanomial), (v1::MatchState::H1 as i32, counts));
+        assert_eq!(board.gating().count(), 0);
+        assert_eq!(board.ended_gates().collect::<Vec<_>>(), [(7, true)]);
+        let stored = std::fs::read_to_string(dir.path().join(MATCHES_FILE)).unwrap();
+        assert!(stored.contains("\"h1\""), "the judgement is saved: {stored}");
     }
 
     #[test]
@@ -812,7 +984,7 @@ mod tests {
         drop(board);
         let reopened = Board::open(dir.path()).unwrap();
         assert_eq!(reopened.get(1).unwrap(), failed, "the failure is kept");
-        assert_eq!(reopened.decided_gates().collect::<Vec<_>>(), [(7, false)]);
+        assert_eq!(reopened.ended_gates().collect::<Vec<_>>(), [(7, false)]);
     }
 
     #[test]

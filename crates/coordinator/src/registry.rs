@@ -202,9 +202,15 @@ impl Registry {
         self.lock().iter().find(|m| m.model.version == version).map(|m| m.model.clone())
     }
 
-    /// Whether model `version` is announced, held or refused; `None` if not stored.
-    pub fn gate(&self, version: u64) -> Option<Gate> {
-        self.lock().iter().find(|m| m.model.version == version).map(|m| m.gate)
+    /// The models held back by a gate, oldest first.
+    pub fn held(&self) -> Vec<u64> {
+        self.lock().iter().filter(|m| m.gate == Gate::Held).map(|m| m.model.version).collect()
+    }
+
+    /// The newest model announced before `version`: the one a model published as `version` was
+    /// gated against.
+    pub fn announced_before(&self, version: u64) -> Option<u64> {
+        Self::announced(&self.lock()).map(|m| m.version).rfind(|&v| v < version)
     }
 
     /// The weights file of `version`.

@@ -176,6 +176,13 @@ impl State {
         workers
     }
 
+    /// Copies what the backup lacks, if one is kept, with the board's files read under its lock.
+    pub fn copy_to_backup(&self) -> Result<(), crate::error::CoordinatorError> {
+        let Some(backup) = &self.backup else { return Ok(()) };
+        let matches = lock(&self.matches).files()?;
+        backup.copy(matches)
+    }
+
     /// Forgets the workers that fell silent (logging each once); run every [`sweep_every`].
     pub fn sweep(&self) {
         drop(self.live());
@@ -392,12 +399,15 @@ impl CoordinatorService {
                 true => Ok((settings.current().0, false)),
                 false => settings.on_model(model.version).map(|changed| (settings.current().0, changed)),
             };
+            // The gating match is queued under the settings' lock too, so that settle_gates, which
+            // queues one for a held model that has none, never sees a model between the two.
+            let queued = lock(&state.matches).queue_for(&state.evaluation, model.version, previous, now_ms());
             // The upload must not hold up the validation of games, which reads the settings.
             drop(settings);
-            lock(&state.matches).queue_for(&state.evaluation, model.version, previous, now_ms());
-            if let Some(backup) = &state.backup
-                && let Err(e) = backup.copy()
-            {
+            if let Err(e) = queued {
+                warn!(version = model.version, error = %e, "the model is held; its gating match is queued again at the next sweep");
+            }
+            if let Err(e) = state.copy_to_backup() {
                 // The model stands and is announced; the next publication copies it again.
                 warn!(version = model.version, error = %e, "model published, but not copied to the backup yet");
             }

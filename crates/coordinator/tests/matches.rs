@@ -29,7 +29,19 @@ struct Server {
 }
 
 async fn start(data: &Path, evaluation: Evaluation, publisher: Option<&str>) -> Server {
+    start_sweeping(data, evaluation, publisher, xqz_coordinator::Limits::default().alive_window).await
+}
+
+/// [`start`] with a sweep (of silent workers, and of held models without a match) every quarter
+/// of `alive_window`.
+async fn start_sweeping(
+    data: &Path,
+    evaluation: Evaluation,
+    publisher: Option<&str>,
+    alive_window: std::time::Duration,
+) -> Server {
     let mut config = CoordinatorConfig::new("127.0.0.1:0".parse().unwrap(), data);
+    config.limits.alive_window = alive_window;
     config.token = Some("worker".into());
     config.publisher_token = publisher.map(String::from);
     config.settings = PlaySettings { max_plies: 2, ..PlaySettings::default() };
@@ -184,6 +196,110 @@ async fn a_gated_model_reaches_self_play_only_after_it_wins_its_match() {
     let models = client.register(RegisterRequest::default()).await.unwrap().into_inner().current_model.unwrap();
     assert_eq!(models.version, 2);
     assert_eq!(client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs.len(), 2);
+    server.stop().await;
+}
+
+/// A gate that material counting passes against the bare rules in a few pairs, and fails the
+/// other way round.
+fn quick_gate() -> Evaluation {
+    Evaluation {
+        previous_pairs: 40,
+        playouts: 16,
+        max_plies: 40,
+        material_adjudication: Some(1),
+        gate: Some(Sprt { elo0: 0.0, elo1: 100.0, alpha: 0.1, beta: 0.1, model: Default::default() }),
+        ..Evaluation::default()
+    }
+}
+
+async fn jobs(client: &mut Client) -> Vec<MatchJob> {
+    client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs
+}
+
+/// Model `version`'s gate as `registry.json` in the data folder `data` keeps it.
+fn stored_gate(data: &Path, version: u64) -> String {
+    let registry: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(data.join("models/registry.json")).unwrap()).unwrap();
+    registry["models"][version as usize - 1]["gate"].as_str().unwrap().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_model_is_settled_at_the_start_whatever_a_crash_left_of_its_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let (data, matches_file, registry_file) =
+        (dir.path(), dir.path().join("matches.json"), dir.path().join("models/registry.json"));
+    let server = start(data, quick_gate(), None).await;
+    let mut client = server.client("worker").await;
+    publish(&mut client, 1).await;
+    assert_eq!(publish(&mut client, 2).await, 2);
+    server.stop().await;
+
+    // A crash between v2's publication and its match's queueing: held, and no match gates it.
+    std::fs::remove_file(&matches_file).unwrap();
+    let server = start(data, quick_gate(), None).await;
+    let mut client = server.client("worker").await;
+    let queued = jobs(&mut client).await;
+    assert_eq!(queued.len(), 1, "the gating match is queued again");
+    assert_eq!((queued[0].gates_model, queued[0].a_name.as_str(), queued[0].b_name.as_str()), (2, "v2@16", "v1@16"));
+    let worker = worker_id(&mut client).await;
+    play_out(&mut client, &worker, MaterialEvaluator, UniformEvaluator).await;
+    assert_eq!(latest(&mut client).await, 2, "it passes as it would have");
+
+    // A crash between the deciding pair of v3's match and the saving of its state (and of the
+    // model's refusal): the jobs file says running, the registry held, the table decided.
+    assert_eq!(publish(&mut client, 3).await, 3);
+    let (running, held) = (std::fs::read(&matches_file).unwrap(), std::fs::read(&registry_file).unwrap());
+    play_out(&mut client, &worker, UniformEvaluator, MaterialEvaluator).await;
+    assert_eq!(stored_gate(data, 3), "refused");
+    server.stop().await;
+    std::fs::write(&matches_file, running).unwrap();
+    std::fs::write(&registry_file, held).unwrap();
+    assert_eq!(stored_gate(data, 3), "held");
+    let server = start(data, quick_gate(), None).await;
+    let mut client = server.client("worker").await;
+    let judged = jobs(&mut client).await;
+    assert_eq!((judged[0].gates_model, judged[0].state), (3, MatchState::H0 as i32), "{:?}", judged[0]);
+    assert_eq!(stored_gate(data, 3), "refused");
+    assert_eq!(latest(&mut client).await, 2);
+    assert!(
+        client
+            .take_pair(TakePairRequest { worker_id: worker, ..Default::default() })
+            .await
+            .unwrap()
+            .into_inner()
+            .pair
+            .is_none()
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gating_match_that_could_not_be_stored_is_queued_at_the_next_sweep() {
+    let dir = tempfile::tempdir().unwrap();
+    let window = std::time::Duration::from_millis(400);
+    let server = start_sweeping(dir.path(), quick_gate(), None, window).await;
+    let mut client = server.client("worker").await;
+    publish(&mut client, 1).await;
+    // The jobs file cannot be written while its temporary name is a folder.
+    let blocker = dir.path().join("matches.json.tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    assert_eq!(publish(&mut client, 2).await, 2, "the model is published, and held");
+    assert!(jobs(&mut client).await.is_empty());
+    assert_eq!(latest(&mut client).await, 1);
+    std::fs::remove_dir(&blocker).unwrap();
+    let mut queued = Vec::new();
+    for _ in 0..200 {
+        queued = jobs(&mut client).await;
+        if !queued.is_empty() {
+            break;
+        }
+        tokio::time::sleep(window / 4).await;
+    }
+    assert_eq!(queued.len(), 1, "queued by a sweep");
+    assert_eq!((queued[0].gates_model, queued[0].state), (2, MatchState::Running as i32));
+    let worker = worker_id(&mut client).await;
+    play_out(&mut client, &worker, MaterialEvaluator, UniformEvaluator).await;
+    assert_eq!(latest(&mut client).await, 2);
     server.stop().await;
 }
 
