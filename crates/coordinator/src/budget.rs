@@ -177,7 +177,13 @@ struct Timed {
 
 impl Timed {
     fn new(body: Replayed, limit: Duration) -> Timed {
-        Timed { body, limit, deadline: Box::pin(tokio::time::sleep(limit)), framing: Framing::default(), expired: false }
+        Timed {
+            body,
+            limit,
+            deadline: Box::pin(tokio::time::sleep(limit)),
+            framing: Framing::default(),
+            expired: false,
+        }
     }
 }
 

@@ -73,7 +73,12 @@ fn draw(id: u8) -> GameSubmission {
     let moves = vec![code("h2e2"), code("h9g7")];
     let plies = moves
         .iter()
-        .map(|&m| PlySearch { policy_moves: vec![m], policy_probs: vec![1.0], root_wdl: vec![0.3, 0.4, 0.3], full_search: true })
+        .map(|&m| PlySearch {
+            policy_moves: vec![m],
+            policy_probs: vec![1.0],
+            root_wdl: vec![0.3, 0.4, 0.3],
+            full_search: true,
+        })
         .collect();
     GameSubmission {
         game_id: vec![id; 16],
@@ -242,8 +247,7 @@ async fn one_connection_cannot_hold_more_than_its_share_of_the_budget() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn calls_past_a_connections_cap_are_refused_and_store_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let limits =
-        Limits { max_calls_per_connection: 2, upload_timeout: Duration::from_secs(600), ..Limits::default() };
+    let limits = Limits { max_calls_per_connection: 2, upload_timeout: Duration::from_secs(600), ..Limits::default() };
     let server = start(dir.path(), limits).await;
     let worker_id = server.client().register(RegisterRequest::default()).await.unwrap().into_inner().worker_id;
     let request = SubmitGamesRequest { idempotency_key: "k".into(), worker_id, games: vec![draw(1)] };
