@@ -84,6 +84,34 @@ pub struct CoordinatorArgs {
     #[arg(long, default_value_t = (xqz_coordinator::Limits::default().max_request_bytes_in_flight >> 20) as u16,
           value_parser = clap::value_parser!(u16).range(1..=4095))]
     max_request_mib_in_flight: u16,
+    /// Connections open at once (a worker keeps one; the trainer, `xqz status` and probes open
+    /// their own): past it the coordinator accepts no more until one closes, and further clients
+    /// wait to connect. Each may buffer up to 8 MiB of request data it has not read.
+    #[arg(long, default_value_t = xqz_coordinator::Limits::default().max_connections as u32,
+          value_parser = clap::value_parser!(u32).range(1..=65536))]
+    max_connections: u32,
+    /// Seconds a connection may go without a call open before it is closed (a worker's model
+    /// watch is a call that stays open), and that a client has to answer an HTTP/2 ping; at
+    /// least 1.
+    #[arg(long, default_value_t = xqz_coordinator::Limits::default().idle_timeout.as_secs_f64(),
+          value_parser = crate::parse_seconds)]
+    idle_seconds: f64,
+    /// Calls one connection may have in flight; further ones are refused with UNAVAILABLE, which
+    /// workers retry after a pause.
+    #[arg(long, default_value_t = xqz_coordinator::Limits::default().max_calls_per_connection as u16,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    max_calls_per_connection: u16,
+    /// MiB of --max-request-mib-in-flight that the calls of one connection may hold; a call whose
+    /// message would pass it is refused with UNAVAILABLE (one larger than it takes all of it).
+    #[arg(long, default_value_t = (xqz_coordinator::Limits::default().max_request_bytes_per_connection >> 20) as u16,
+          value_parser = clap::value_parser!(u16).range(1..=4095))]
+    max_request_mib_per_connection: u16,
+    /// Seconds a request's message may take to arrive (its prefix from the call's start; the
+    /// message, and each one after it in a stream, once the call has its bytes of the budget);
+    /// a slower call is ended with DEADLINE_EXCEEDED and gives its bytes back; at least 1.
+    #[arg(long, default_value_t = xqz_coordinator::Limits::default().upload_timeout.as_secs_f64(),
+          value_parser = crate::parse_seconds)]
+    upload_seconds: f64,
     /// Queue a match of each published model against the newest announced one before it, of
     /// this many pairs, for workers with --eval-share to play (0: none). These four flags override
     /// the settings file's [evaluation] section.
@@ -150,6 +178,25 @@ async fn stop_signal() {
     drop(tokio::signal::ctrl_c().await);
 }
 
+/// The request and connection limits the flags give.
+fn limits(args: &CoordinatorArgs) -> Result<xqz_coordinator::Limits> {
+    let seconds = |flag: &str, value: f64| {
+        anyhow::ensure!(value >= 1.0, "--{flag} {value} is too short: at least 1");
+        Ok(std::time::Duration::from_secs_f64(value))
+    };
+    Ok(xqz_coordinator::Limits {
+        alive_window: seconds("alive-seconds", args.alive_seconds)?,
+        max_concurrent_requests: usize::from(args.max_concurrent_requests),
+        max_request_bytes_in_flight: usize::from(args.max_request_mib_in_flight) << 20,
+        max_connections: args.max_connections as usize,
+        idle_timeout: seconds("idle-seconds", args.idle_seconds)?,
+        max_calls_per_connection: usize::from(args.max_calls_per_connection),
+        max_request_bytes_per_connection: usize::from(args.max_request_mib_per_connection) << 20,
+        upload_timeout: seconds("upload-seconds", args.upload_seconds)?,
+        ..xqz_coordinator::Limits::default()
+    })
+}
+
 /// Runs `xqz coordinator`.
 pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     let mut config = CoordinatorConfig::new(args.listen, &args.data);
@@ -174,10 +221,7 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
         args.metrics.map_or_else(String::new, |at| at.to_string()),
         crate::token::TOKEN_ENV
     );
-    anyhow::ensure!(args.alive_seconds >= 1.0, "--alive-seconds {} is too short: at least 1", args.alive_seconds);
-    config.limits.alive_window = std::time::Duration::from_secs_f64(args.alive_seconds);
-    config.limits.max_concurrent_requests = usize::from(args.max_concurrent_requests);
-    config.limits.max_request_bytes_in_flight = usize::from(args.max_request_mib_in_flight) << 20;
+    config.limits = limits(args)?;
     config.metrics = args.metrics;
     config.run_folder = args.run_folder.clone();
     config.dataset = args.dataset.clone();

@@ -430,8 +430,15 @@ fn bench_ingest_json_reports_every_game_accepted_with_latencies_and_the_coordina
 fn the_coordinator_takes_its_request_limits_only_in_range() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_str().unwrap();
-    let bad =
-        [("--max-concurrent-requests", ["0", "257", "many"]), ("--max-request-mib-in-flight", ["0", "4096", "64k"])];
+    let bad = [
+        ("--max-concurrent-requests", ["0", "257", "many"]),
+        ("--max-request-mib-in-flight", ["0", "4096", "64k"]),
+        ("--max-connections", ["0", "65537", "many"]),
+        ("--max-calls-per-connection", ["0", "257", "many"]),
+        ("--max-request-mib-per-connection", ["0", "4096", "16k"]),
+        ("--idle-seconds", ["0.5", "0", "long"]),
+        ("--upload-seconds", ["0", "0.5", "long"]),
+    ];
     for (flag, values) in bad {
         for value in values {
             let out = xqz(&["coordinator", "--listen", "127.0.0.1:0", flag, value, "--data", data]);

@@ -12,6 +12,7 @@
 
 mod backup;
 mod budget;
+mod connections;
 pub mod dashboard;
 mod error;
 mod evaluation;
@@ -34,7 +35,6 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::TcpListenerStream;
 use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Certificate, Identity, ServerTlsConfig};
 use tonic::{Request, Status};
@@ -62,7 +62,9 @@ use crate::store::Store;
 /// message declares fit in `max_request_bytes_in_flight`, and its message of at most
 /// `max_message_bytes` is decoded into at most [`MAX_EXPANSION`](xqz_proto::codec::MAX_EXPANSION)
 /// times its size; so about `64 MiB * 17`, 1.1 GiB, by default, however many clients call and
-/// however many handlers run (`max_concurrent_requests`, 64).
+/// however many handlers run (`max_concurrent_requests`, 64). And limits on connections, so that
+/// no client takes what the others need: how many may be open, how long one may sit idle, and
+/// what the calls of one may hold of the budget and for how long.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Games in one `SubmitGames` request.
@@ -95,6 +97,28 @@ pub struct Limits {
     /// How long a worker may be silent before it is counted lost (logged once, and no longer
     /// counted alive); workers send a heartbeat every 5 s.
     pub alive_window: Duration,
+    /// Connections open at once (each may buffer up to `stream_window_bytes *
+    /// max_streams_per_connection` of request data); past it the coordinator accepts no more
+    /// until one closes, and further clients wait to connect. A worker keeps one connection.
+    pub max_connections: usize,
+    /// A connection with no call open for this long is closed (a socket that sends nothing, or
+    /// only answers pings, cannot hold one of the `max_connections`), and one whose peer does not
+    /// answer an HTTP/2 ping within it is dropped. A call that stays open, such as a worker's
+    /// model watch, keeps its connection; a client whose connection was closed reconnects at
+    /// its next call.
+    pub idle_timeout: Duration,
+    /// Calls one connection may have in flight, from their arrival until their answers begin;
+    /// further calls are refused with UNAVAILABLE (which workers retry after a pause).
+    pub max_calls_per_connection: usize,
+    /// Bytes of `max_request_bytes_in_flight` that the calls of one connection may hold (a
+    /// message larger than this takes all of it); a call whose message would pass it is refused
+    /// with UNAVAILABLE, so that one client cannot hold the whole budget.
+    pub max_request_bytes_per_connection: usize,
+    /// Longest a request's message prefix may take to arrive, and each of its messages after the
+    /// request got its bytes (or after the message before); a request past it is ended with
+    /// DEADLINE_EXCEEDED and gives its bytes back, so a slow or stalled upload holds them no
+    /// longer than this.
+    pub upload_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -111,6 +135,11 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(300),
             drain_timeout: Duration::from_secs(15),
             alive_window: Duration::from_secs(60),
+            max_connections: 256,
+            idle_timeout: Duration::from_secs(60),
+            max_calls_per_connection: 4,
+            max_request_bytes_per_connection: 16 << 20,
+            upload_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -377,20 +406,26 @@ pub async fn serve(
         .initial_stream_window_size(limits.stream_window_bytes)
         .initial_connection_window_size(limits.stream_window_bytes.saturating_mul(limits.max_streams_per_connection))
         .timeout(limits.request_timeout)
+        .http2_keepalive_interval(Some(limits.idle_timeout))
+        .http2_keepalive_timeout(Some(limits.idle_timeout))
+        // Outermost first: a call takes a slot of its connection, then its bytes, then a handler,
+        // so that one refused or slow to send holds nothing the next steps give out.
+        .layer(connections::CallsLayer)
+        .layer(budget::ByteBudgetLayer::new(limits.max_request_bytes_in_flight, limits.upload_timeout))
         .layer(tower::limit::GlobalConcurrencyLimitLayer::new(limits.max_concurrent_requests.max(1)))
-        .layer(budget::ByteBudgetLayer::new(limits.max_request_bytes_in_flight))
         .add_service(health_service)
         .add_service(reflection)
         .add_service(InterceptedService::new(coordinator, check_token(token, publisher)));
     let mut drained = stop_tx.subscribe();
     let drain_timeout = config.limits.drain_timeout;
+    let incoming = connections::Incoming::new(listener, &config.limits);
     let signal = async move {
         shutdown.await;
         // Ends the watch and download streams, which would otherwise keep the drain waiting.
         let _ = stop_tx.send(true);
     };
     let task = tokio::spawn(async move {
-        let serve = router.serve_with_incoming_shutdown(TcpListenerStream::new(listener), signal);
+        let serve = router.serve_with_incoming_shutdown(incoming, signal);
         let deadline = async move {
             if drained.wait_for(|stopping| *stopping).await.is_err() {
                 return std::future::pending().await;

@@ -612,8 +612,9 @@ async fn a_request_that_would_swell_when_decoded_is_refused_before_decoding() {
 async fn calls_waiting_for_the_byte_budget_do_not_stall_the_connection_they_share() {
     let dir = tempfile::tempdir().unwrap();
     let mut config = Server::config(dir.path(), short(), PlaySchedule { cap_growth: 0, cap_limit: 0 });
-    // Room for one of the requests below at a time.
+    // Room for one of the requests below at a time, and for all of them on one connection.
     config.limits.max_request_bytes_in_flight = 1 << 20;
+    config.limits.max_calls_per_connection = 8;
     let server = Server::serve(config).await.unwrap();
     // One connection for every call.
     let channel = Channel::from_shared(format!("http://{}", server.running.addr())).unwrap().connect().await.unwrap();
