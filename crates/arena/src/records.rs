@@ -500,20 +500,72 @@ impl MatchLog {
         let mut batches = read_batches(&path)?.into_iter().filter(|b| !batch_of(b, &self.match_id)).collect::<Vec<_>>();
         batches.extend(self.earlier.iter().cloned());
         batches.push(self.batch().map_err(arrow_error(&path))?);
-        xqz_run_folder::write_atomic_with(&path, |tmp| {
-            let file = File::create(tmp).map_err(io_error(tmp))?;
-            let mut writer = FileWriter::try_new(BufWriter::new(file), &schema()).map_err(arrow_error(tmp))?;
-            for batch in &batches {
-                writer.write(batch).map_err(arrow_error(tmp))?;
-            }
-            writer.finish().map_err(arrow_error(tmp))?;
-            writer.into_inner().map_err(arrow_error(tmp))?.into_inner().map_err(|e| io_error(tmp)(e.into_error()))?;
-            Ok::<(), RecordsError>(())
-        })?;
+        write_batches(&path, &batches)?;
         // Dropping the file releases the lock.
         drop(lock);
         Ok(())
     }
+}
+
+/// Writes `batches` as the table at `path`, atomically.
+fn write_batches(path: &Path, batches: &[RecordBatch]) -> Result<()> {
+    xqz_run_folder::write_atomic_with(path, |tmp| {
+        let file = File::create(tmp).map_err(io_error(tmp))?;
+        let mut writer = FileWriter::try_new(BufWriter::new(file), &schema()).map_err(arrow_error(tmp))?;
+        for batch in batches {
+            writer.write(batch).map_err(arrow_error(tmp))?;
+        }
+        writer.finish().map_err(arrow_error(tmp))?;
+        writer.into_inner().map_err(arrow_error(tmp))?.into_inner().map_err(|e| io_error(tmp)(e.into_error()))?;
+        Ok::<(), RecordsError>(())
+    })?;
+    Ok(())
+}
+
+/// Removes the games of `pairs` of match `match_id` from the table of the output folder `out`
+/// (under its lock; the PGN listing, a log of what was played, keeps them) and returns how many
+/// rows went. A coordinator discards so the pairs of a worker that an audit found sending games
+/// that were not the match's. A [`MatchLog`] of that match opened before holds the old rows:
+/// open it again.
+///
+/// # Errors
+/// If the table cannot be read or written.
+pub fn discard_pairs(out: &Path, match_id: &str, pairs: &BTreeSet<u32>) -> Result<usize> {
+    let dir = out.join(RECORDS_DIR);
+    let lock_path = dir.join("games.lock");
+    let path = dir.join(TABLE_FILE);
+    if !path.exists() {
+        return Ok(0);
+    }
+    let lock = File::create(&lock_path).map_err(io_error(&lock_path))?;
+    lock.lock().map_err(io_error(&lock_path))?;
+    let mut kept = Vec::new();
+    let mut removed = 0;
+    for batch in read_batches(&path)? {
+        if !batch_of(&batch, match_id) {
+            kept.push(batch);
+            continue;
+        }
+        let column = batch.column_by_name("pair").expect("checked schema");
+        let pair = column.as_any().downcast_ref::<UInt32Array>().expect("checked schema");
+        // The runs of rows kept, as slices of the batch.
+        let mut start = 0;
+        for row in 0..=batch.num_rows() {
+            if row < batch.num_rows() && !pairs.contains(&pair.value(row)) {
+                continue;
+            }
+            if row > start {
+                kept.push(batch.slice(start, row - start));
+            }
+            removed += usize::from(row < batch.num_rows());
+            start = row + 1;
+        }
+    }
+    if removed > 0 {
+        write_batches(&path, &kept)?;
+    }
+    drop(lock);
+    Ok(removed)
 }
 
 /// Whether `batch` holds games of match `match_id` (a batch holds one match's games).

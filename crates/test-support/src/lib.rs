@@ -4,6 +4,7 @@
 
 pub mod certificates;
 pub mod fairy_stockfish;
+pub mod forger;
 pub mod games;
 pub mod moto;
 pub mod process;
