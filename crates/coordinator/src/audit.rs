@@ -279,9 +279,9 @@ impl Audit {
     /// Whether `worker` may hand in pair `pair` of job `job` as a copy: it holds the copy's lease,
     /// or handed in a copy of it before (a retry).
     pub fn may_hand_in(&self, job: u64, pair: u32, worker: &str) -> bool {
-        self.held.get(&(job, pair)).is_some_and(|held| {
-            held.lease.as_deref() == Some(worker) || held.copies.iter().any(|c| c.worker == worker)
-        })
+        self.held
+            .get(&(job, pair))
+            .is_some_and(|held| held.lease.as_deref() == Some(worker) || held.copies.iter().any(|c| c.worker == worker))
     }
 
     /// Gives back `worker`'s lease of a copy it could not play.
@@ -405,9 +405,22 @@ impl Audit {
             .filter(|&(&(job, pair), w)| w == worker && counted.get(&job).is_some_and(|pairs| pairs.contains(&pair)))
             .map(|(&key, _)| key)
             .collect();
-        tracing::warn!(worker, match_id = job, pair, why, discarded = discarded.len(), "worker quarantined by an audit");
-        let entry =
-            Entry::Quarantined { worker: worker.to_string(), job, pair, why, at_ms: now_ms, discarded: discarded.clone() };
+        tracing::warn!(
+            worker,
+            match_id = job,
+            pair,
+            why,
+            discarded = discarded.len(),
+            "worker quarantined by an audit"
+        );
+        let entry = Entry::Quarantined {
+            worker: worker.to_string(),
+            job,
+            pair,
+            why,
+            at_ms: now_ms,
+            discarded: discarded.clone(),
+        };
         self.record(entry)?;
         // The caller discards them now; the void is for a start-up after a crash in between.
         self.void.clear();
@@ -516,9 +529,12 @@ mod tests {
 
     #[test]
     fn the_pairs_audited_are_the_share_asked_for_and_the_same_on_every_start() {
-        let count = |share: f64| (1..=10u64).flat_map(|job| (0..1000).map(move |pair| (job, pair)))
-            .filter(|&(job, pair)| drawn(share, job, pair))
-            .count();
+        let count = |share: f64| {
+            (1..=10u64)
+                .flat_map(|job| (0..1000).map(move |pair| (job, pair)))
+                .filter(|&(job, pair)| drawn(share, job, pair))
+                .count()
+        };
         assert_eq!((count(0.0), count(1.0)), (0, 10_000));
         let some = count(0.05);
         assert!((400..=600).contains(&some), "{some} of 10,000 at 5%");

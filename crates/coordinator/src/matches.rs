@@ -381,7 +381,9 @@ pub(crate) enum CountError {
         reason: String,
     },
     /// An audit quarantined the worker.
-    #[error("worker {worker} is quarantined: {why}; its match pairs are refused (docs/SECURITY.md says how to lift it)")]
+    #[error(
+        "worker {worker} is quarantined: {why}; its match pairs are refused (docs/SECURITY.md says how to lift it)"
+    )]
     Quarantined {
         /// The worker.
         worker: String,
@@ -447,7 +449,9 @@ impl Board {
         let void = board.audit.take_void();
         for job in board.jobs.iter().map(|j| j.stored.id).collect::<Vec<_>>() {
             let pairs = void.range((job, 0)..=(job, u32::MAX)).map(|&(_, pair)| pair).collect();
-            board.discard(job, &pairs).map_err(|e| CoordinatorError::Corrupt { path: path.clone(), message: e.to_string() })?;
+            board
+                .discard(job, &pairs)
+                .map_err(|e| CoordinatorError::Corrupt { path: path.clone(), message: e.to_string() })?;
         }
         Ok(board)
     }
@@ -656,7 +660,9 @@ impl Board {
 impl Board {
     /// Why `worker` is quarantined, if it is: its match calls are refused.
     pub fn quarantined(&self, worker: &str) -> Option<String> {
-        self.audit.quarantined(worker).map(|why| CountError::Quarantined { worker: worker.into(), why: why.into() }.to_string())
+        self.audit
+            .quarantined(worker)
+            .map(|why| CountError::Quarantined { worker: worker.into(), why: why.into() }.to_string())
     }
 
     /// Lifts `worker`'s quarantine; false if it was not quarantined.
