@@ -28,6 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use xqz_arena::stats::Pentanomial;
@@ -397,8 +398,8 @@ impl Audit {
         (job, pair): (u64, u32),
         why: String,
         counted: &BTreeMap<u64, BTreeSet<u32>>,
-        now_ms: i64,
     ) -> Result<(PairList, PairList), CoordinatorError> {
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
         let discarded: Vec<(u64, u32)> = self
             .played_by
             .iter()
@@ -489,17 +490,16 @@ impl Audit {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use xqz_arena::job::{Contestant, MatchSpec, play_pair};
     use xqz_arena::player::SearchPlayer;
-    use xqz_arena::records::read_games;
     use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
     use xqz_test_support::forger::Blunderer;
 
     use super::*;
-    use crate::matches::{Board, CountError};
 
-    fn spec(pairs: u32) -> MatchSpec {
+    /// A match of `pairs` pairs between material counting and the bare rules, 4 playouts each.
+    pub(crate) fn spec(pairs: u32) -> MatchSpec {
         MatchSpec {
             max_plies: 40,
             material_adjudication: Some(1),
@@ -508,7 +508,7 @@ mod tests {
     }
 
     /// Pair `pair` of `spec` as an honest worker plays it (material against the bare rules).
-    fn honest(spec: &MatchSpec, pair: u32) -> [MatchGame; 2] {
+    pub(crate) fn honest(spec: &MatchSpec, pair: u32) -> [MatchGame; 2] {
         let search = SearchConfig::default();
         let mut a = SearchPlayer::new(&spec.a.name(), MaterialEvaluator, 4, search);
         let mut b = SearchPlayer::new(&spec.b.name(), UniformEvaluator, 4, search);
@@ -516,15 +516,11 @@ mod tests {
     }
 
     /// Pair `pair` as a worker that forges it: legal games, but the second player blunders.
-    fn fabricated(spec: &MatchSpec, pair: u32) -> [MatchGame; 2] {
+    pub(crate) fn fabricated(spec: &MatchSpec, pair: u32) -> [MatchGame; 2] {
         let mut a = SearchPlayer::new(&spec.a.name(), MaterialEvaluator, 4, SearchConfig::default());
         let games = play_pair(spec, pair, &mut a, &mut Blunderer::new(&spec.b.name())).unwrap();
         assert_ne!(games[0].moves, honest(spec, pair)[0].moves, "pair {pair}: a fabrication that shows");
         games
-    }
-
-    fn take(board: &mut Board, worker: &str) -> Option<u32> {
-        board.take(worker, &[], &|_| true).unwrap().assignment.map(|a| a.pair)
     }
 
     #[test]
@@ -610,78 +606,17 @@ mod tests {
         assert!(!alone.holds(1, 1));
     }
 
-    #[test]
-    fn a_worker_two_others_contradict_is_quarantined_its_pairs_discarded_and_so_it_stays_after_a_restart() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut board = Board::open_audited(dir.path(), 1.0).unwrap();
-        let spec = spec(4);
-        board.submit(spec.clone(), None, 1).unwrap();
-        // Alone, the forger's pair counts unaudited: nobody could check it.
-        assert_eq!(take(&mut board, "forger"), Some(0));
-        assert!(board.count(1, 0, "forger", fabricated(&spec, 0)).unwrap().counted);
-        assert_eq!(board.get(1).unwrap().workers.len(), 1);
-        // Two honest workers join; pair 1 is held for a copy, and the forger is handed it.
-        assert_eq!(take(&mut board, "h1"), Some(1));
-        assert_eq!(take(&mut board, "h2"), Some(2));
-        assert!(board.count(1, 1, "h1", honest(&spec, 1)).unwrap().counted);
-        let held = board.get(1).unwrap();
-        assert_eq!((held.pairs_held, held.wins + held.draws + held.losses), (1, 2), "held, not counted");
-        assert_eq!(take(&mut board, "forger"), Some(1), "the copy goes out unmarked");
-        board.count(1, 1, "forger", fabricated(&spec, 1)).unwrap();
-        // The copies differ: a third worker decides, and the forger is the odd one out.
-        assert_eq!(take(&mut board, "h3"), Some(1));
-        board.count(1, 1, "h3", honest(&spec, 1)).unwrap();
-        let why = board.quarantined("forger").expect("quarantined");
-        assert!(why.contains("pair 1 of match 1 differs from those of h1 and h3"), "{why}");
-        let refused = board.count(1, 3, "forger", fabricated(&spec, 3)).unwrap_err();
-        assert!(matches!(refused, CountError::Quarantined { .. }), "{refused}");
-        let job = board.get(1).unwrap();
-        assert_eq!(job.wins + job.draws + job.losses, 2, "pair 0 discarded, pair 1 counted once");
-        assert_eq!(job.quarantines.len(), 1);
-        assert_eq!((job.quarantines[0].worker_id.as_str(), job.quarantines[0].pairs_discarded), ("forger", 1));
-        assert_eq!(job.workers.iter().map(|w| w.worker_id.as_str()).collect::<Vec<_>>(), ["h1"]);
-        let rows = read_games(dir.path()).unwrap();
-        assert!(rows.iter().all(|r| r.pair == 1) && rows.len() == 2, "the forger's games left the table");
-        assert_eq!(take(&mut board, "h1"), Some(0), "the discarded pair is played again");
-        drop(board);
-
-        // The ledger rebuilds the quarantine and who played what.
-        let mut board = Board::open_audited(dir.path(), 1.0).unwrap();
-        assert!(board.quarantined("forger").is_some());
-        let job = board.get(1).unwrap();
-        assert_eq!((job.wins + job.draws + job.losses, job.quarantines.len()), (2, 1));
-        assert_eq!(job.workers[0].worker_id, "h1");
-        assert!(board.lift("forger", 2).unwrap());
-        assert!(!board.lift("forger", 3).unwrap(), "lifted once");
-        drop(board);
-        assert!(Board::open_audited(dir.path(), 1.0).unwrap().quarantined("forger").is_none());
-    }
-
-    #[test]
-    fn a_quarantine_the_table_missed_in_a_crash_is_carried_out_at_start() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut board = Board::open_audited(dir.path(), 0.0).unwrap();
-        let spec = spec(2);
-        board.submit(spec.clone(), None, 1).unwrap();
-        for pair in 0..2 {
-            assert_eq!(take(&mut board, "w"), Some(pair));
-            board.count(1, pair, "w", honest(&spec, pair)).unwrap();
-        }
-        drop(board);
-        // The ledger has the verdict; the crash came before the table lost the pair.
+    /// Writes the ledger line of `worker`'s quarantine for its copy of `pair` of job 1 that
+    /// discarded `discarded` of job 1, as a coordinator that crashed before the table did.
+    pub(crate) fn ledger_quarantine(dir: &Path, worker: &str, pair: u32, discarded: &[u32]) {
         let entry = Entry::Quarantined {
-            worker: "w".into(),
+            worker: worker.into(),
             job: 1,
-            pair: 1,
+            pair,
             why: "a test".into(),
             at_ms: 1,
-            discarded: vec![(1, 0)],
+            discarded: discarded.iter().map(|&p| (1, p)).collect(),
         };
-        let mut ledger = Ledger::open(dir.path()).unwrap().0;
-        ledger.append(&entry).unwrap();
-        let board = Board::open_audited(dir.path(), 0.0).unwrap();
-        let job = board.get(1).unwrap();
-        assert_eq!(job.wins + job.draws + job.losses, 2, "pair 0 no longer counts");
-        assert!(read_games(dir.path()).unwrap().iter().all(|r| r.pair == 1));
+        Ledger::open(dir).unwrap().0.append(&entry).unwrap();
     }
 }

@@ -724,7 +724,7 @@ impl Board {
             .filter(|j| j.stored.state == JobState::Running)
             .map(|j| (j.stored.id, j.counted.keys().copied().collect()))
             .collect();
-        let (discarded, released) = self.audit.quarantine(worker, pair, why, &counted, crate::service::now_ms())?;
+        let (discarded, released) = self.audit.quarantine(worker, pair, why, &counted)?;
         for job in &mut self.jobs {
             let before = job.leases.len();
             job.leases.retain(|_, lease| lease.worker != worker);
@@ -773,6 +773,9 @@ pub(crate) enum SubmitError {
 }
 
 #[cfg(test)]
+mod audit_tests;
+
+#[cfg(test)]
 mod tests {
     use xqz_arena::job::{Contestant, play_pair};
     use xqz_arena::player::SearchPlayer;
@@ -809,6 +812,7 @@ mod tests {
         let cases = [
             (Evaluation { playouts: 0, ..Evaluation::default() }, "playouts must be 1"),
             (Evaluation { anchor: Some("v2@8".parse().unwrap()), ..Evaluation::default() }, "rung or a built-in"),
+            (Evaluation { audit_share: 1.5, ..Evaluation::default() }, "audit_share must be 0 to 1"),
         ];
         for (evaluation, expected) in cases {
             let error = evaluation.validate().unwrap_err().to_string();
