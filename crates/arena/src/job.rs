@@ -97,6 +97,17 @@ impl Contestant {
         matches!(self, Contestant::Rung { .. }).then_some(FAIRY_STOCKFISH)
     }
 
+    /// Whether two workers playing it from the same position give the same move, so that an
+    /// audit can play a pair again and compare the moves: the searches over material and over the
+    /// bare rules always do (a fresh tree each move, no randomness); a model does on the same
+    /// software, and on hardware that computes its network alike (different instruction sets or
+    /// precisions may round differently and change a close choice); a rung does not (Fairy-Stockfish
+    /// draws its Skill Level's weakened picks from a clock-seeded generator, and the nodes of
+    /// a full-strength rung depend on the engine's build, which the coordinator does not pin).
+    pub fn reproducible(&self) -> bool {
+        !matches!(self, Contestant::Rung { .. })
+    }
+
     /// The model version it plays, if a model.
     pub fn model(&self) -> Option<u64> {
         match self {
@@ -264,6 +275,12 @@ impl MatchSpec {
             }
         }
         Ok(())
+    }
+
+    /// Whether a pair played twice gives the same games ([`Contestant::reproducible`]): what an
+    /// audit needs.
+    pub fn reproducible(&self) -> bool {
+        self.a.reproducible() && self.b.reproducible()
     }
 
     /// What a worker must be able to play besides the built-in players.
@@ -477,6 +494,19 @@ mod tests {
         assert_eq!((rung.ruleset, &rung.openings), (Ruleset::Wxf, &OpeningChoice::Balanced));
         let json = serde_json::to_string(&rung).unwrap();
         assert_eq!(serde_json::from_str::<MatchSpec>(&json).unwrap(), rung);
+    }
+
+    #[test]
+    fn a_pair_played_twice_by_the_built_in_players_gives_the_same_moves() {
+        let spec = MatchSpec { openings: OpeningChoice::Random { plies: 4, seed: 9 }, ..spec() };
+        assert!(spec.reproducible());
+        for pair in 0..3 {
+            assert_eq!(played(&spec, pair), played(&spec, pair), "pair {pair}");
+        }
+        assert_ne!(played(&spec, 0), played(&spec, 1), "each pair has its own opening");
+        let rung = MatchSpec::new("R1".parse().unwrap(), "material@4".parse().unwrap(), 1);
+        assert!(!rung.reproducible(), "Fairy-Stockfish's weakened picks are random");
+        assert!(Contestant::Model { version: 1, playouts: 8 }.reproducible());
     }
 
     #[test]

@@ -535,6 +535,66 @@ fn encode_stream(batches: &[RecordBatch], with_schema: bool) -> std::result::Res
     Ok(writer.get_ref()[header..].to_vec())
 }
 
+/// Writes `batches` as the whole table at `path`, a stream like any the logs append to, atomically
+/// (a discard's rewrite: rare, unlike an append).
+fn write_batches(path: &Path, batches: &[RecordBatch]) -> Result<()> {
+    let bytes = encode_stream(batches, true).map_err(arrow_error(path))?;
+    xqz_run_folder::write_atomic(path, &bytes)?;
+    Ok(())
+}
+
+/// Removes the games of `pairs` of match `match_id` from the table of the output folder `out`
+/// (under its lock; the PGN listing, a log of what was played, keeps them) and returns how many
+/// rows went. A coordinator discards so the pairs of a worker that an audit found sending games
+/// that were not the match's. A [`MatchLog`] of that match opened before holds the old rows:
+/// open it again.
+///
+/// # Errors
+/// If the table cannot be read or written.
+pub fn discard_pairs(out: &Path, match_id: &str, pairs: &BTreeSet<u32>) -> Result<usize> {
+    let dir = out.join(RECORDS_DIR);
+    let lock_path = dir.join("games.lock");
+    let path = dir.join(TABLE_FILE);
+    if !path.exists() {
+        return Ok(0);
+    }
+    let lock = File::create(&lock_path).map_err(io_error(&lock_path))?;
+    lock.lock().map_err(io_error(&lock_path))?;
+    let mut kept = Vec::new();
+    let mut removed = 0;
+    for batch in read_batches(&path)? {
+        if !batch_of(&batch, match_id) {
+            kept.push(batch);
+            continue;
+        }
+        let column = batch.column_by_name("pair").expect("checked schema");
+        let pair = column.as_any().downcast_ref::<UInt32Array>().expect("checked schema");
+        // The runs of rows kept, as slices of the batch.
+        let mut start = 0;
+        for row in 0..=batch.num_rows() {
+            if row < batch.num_rows() && !pairs.contains(&pair.value(row)) {
+                continue;
+            }
+            if row > start {
+                kept.push(batch.slice(start, row - start));
+            }
+            removed += usize::from(row < batch.num_rows());
+            start = row + 1;
+        }
+    }
+    if removed > 0 {
+        write_batches(&path, &kept)?;
+    }
+    drop(lock);
+    Ok(removed)
+}
+
+/// Whether `batch` holds games of match `match_id` (a batch holds one match's games).
+fn batch_of(batch: &RecordBatch, match_id: &str) -> bool {
+    let ids = batch.column(0).as_any().downcast_ref::<StringArray>();
+    ids.is_some_and(|ids| ids.len() > 0 && ids.value(0) == match_id)
+}
+
 /// The length of the longest prefix of `stream` (messages of an Arrow IPC stream) made of whole
 /// messages: what follows is a torn message that a crash cut short, or an end-of-stream marker.
 fn whole_messages(stream: &[u8]) -> usize {

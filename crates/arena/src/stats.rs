@@ -186,6 +186,31 @@ impl Pentanomial {
         moments(&self.counts).1
     }
 
+    /// How far these pairs (one worker's share of a match) stand from `whole` (all the match's
+    /// pairs, these among them), in standard errors: fishtest's residual of a worker, with
+    /// pairs. It is the difference of the mean scores over the standard error of that difference
+    /// under the hypothesis that every pair is drawn alike, `σ √(1/n − 1/N)` with `σ²` the
+    /// variance per pair of the whole match, `n` these pairs and `N` all (the worker against the
+    /// others, as fishtest's adjusted χ² collapses the other rows). 0 where it is undefined:
+    /// no pairs, all of them, or pairs that do not vary.
+    ///
+    /// ```
+    /// use xqz_arena::stats::Pentanomial;
+    ///
+    /// let mut honest = Pentanomial { counts: [2, 8, 20, 8, 2] };
+    /// let odd = Pentanomial { counts: [10, 0, 0, 0, 0] };
+    /// honest.counts.iter_mut().zip(odd.counts).for_each(|(h, o)| *h += o);
+    /// assert!(odd.residual(&honest) < -3.0, "ten lost pairs among even ones stand out");
+    /// ```
+    pub fn residual(&self, whole: &Pentanomial) -> f64 {
+        let (n, all) = (self.pairs() as f64, whole.pairs() as f64);
+        let spread = whole.variance_per_pair() * (1.0 / n - 1.0 / all);
+        if n == 0.0 || n >= all || spread <= 0.0 {
+            return 0.0;
+        }
+        (self.score() - whole.score()) / spread.sqrt()
+    }
+
     /// Logistic Elo of the first player with its 95% interval and LOS (see the module's definitions).
     pub fn elo(&self) -> EloEstimate {
         estimate(&self.counts, Scale::Logistic)
@@ -1005,6 +1030,21 @@ fn cholesky_solve(factor: &[f64], size: usize, b: &[f64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_workers_residual_is_its_score_against_the_others_in_standard_errors() {
+        let (drawn, won) = (Pentanomial { counts: [0, 0, 5, 0, 0] }, Pentanomial { counts: [0, 0, 0, 0, 5] });
+        let whole = Pentanomial { counts: [0, 0, 5, 0, 5] };
+        // Pairs of ½ and 1 in equal numbers: σ² = 1/16, and each half is √10 errors off the mean.
+        assert!((drawn.residual(&whole) + 10f64.sqrt()).abs() < 1e-12, "{}", drawn.residual(&whole));
+        assert!((won.residual(&whole) - 10f64.sqrt()).abs() < 1e-12);
+        let alike = Pentanomial { counts: [1, 2, 4, 2, 1] };
+        let twice = Pentanomial { counts: [2, 4, 8, 4, 2] };
+        assert_eq!(alike.residual(&twice), 0.0, "a worker like the others");
+        assert_eq!(whole.residual(&whole), 0.0, "the only worker");
+        assert_eq!(Pentanomial::default().residual(&whole), 0.0, "no pairs");
+        assert_eq!(drawn.residual(&Pentanomial { counts: [0, 0, 9, 0, 0] }), 0.0, "no spread");
+    }
 
     #[test]
     fn sprt_bounds_parse_from_text_or_say_what_they_are() {

@@ -17,7 +17,7 @@ use arrow_schema::{DataType, Field, Schema};
 use xiangqi::Color;
 use xiangqi::game::{Game, GameConfig, Outcome};
 use xqz_arena::player::{Player, SearchPlayer};
-use xqz_arena::records::{MatchLog, RecordsError, finished_pairs, pairings, read_games};
+use xqz_arena::records::{MatchLog, RecordsError, discard_pairs, finished_pairs, pairings, read_games};
 use xqz_arena::tournament::{MatchGame, MatchPlan, MatchReport, Openings, run_match};
 use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
 
@@ -62,6 +62,25 @@ fn matches_append_to_one_table() {
     assert_eq!(score(two), wins(&second));
     let pgn = std::fs::read_to_string(dir.path().join("eval/games.pgn")).unwrap();
     assert_eq!(pgn.matches("[Event ").count(), 6);
+}
+
+#[test]
+fn pairs_discarded_leave_the_table_and_only_those_of_their_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = |set: &[u32]| set.iter().copied().collect::<std::collections::BTreeSet<u32>>();
+    assert_eq!(discard_pairs(dir.path(), "none", &pairs(&[0])).unwrap(), 0, "no table: nothing to discard");
+    recorded_match(dir.path(), "material", "uniform", 3, (None, None));
+    recorded_match(dir.path(), "v2", "v1", 3, (None, None));
+    let rows = read_games(dir.path()).unwrap();
+    let first = rows[0].match_id.clone();
+    assert_eq!(discard_pairs(dir.path(), &first, &pairs(&[1, 7])).unwrap(), 2);
+    let rows = read_games(dir.path()).unwrap();
+    assert_eq!(rows.len(), 10);
+    let mut kept: Vec<u32> = rows.iter().filter(|r| r.match_id == first).map(|r| r.pair).collect();
+    kept.sort_unstable();
+    assert_eq!(kept, [0, 0, 2, 2], "pair 1 left");
+    assert_eq!(rows.iter().filter(|r| r.match_id != first).count(), 6, "the other match keeps all");
+    assert_eq!(discard_pairs(dir.path(), &first, &pairs(&[1])).unwrap(), 0, "gone already");
 }
 
 #[test]

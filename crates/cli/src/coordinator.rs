@@ -113,7 +113,7 @@ pub struct CoordinatorArgs {
           value_parser = crate::parse_seconds)]
     upload_seconds: f64,
     /// Queue a match of each published model against the newest announced one before it, of
-    /// this many pairs, for workers with --eval-share to play (0: none). These four flags override
+    /// this many pairs, for workers with --eval-share to play (0: none). These flags override
     /// the settings file's [evaluation] section.
     #[arg(long, default_value_t = Evaluation::default().previous_pairs)]
     eval_previous_pairs: u32,
@@ -130,6 +130,15 @@ pub struct CoordinatorArgs {
     /// (or --eval-previous-pairs if more); one undecided there passes if its LLR is positive.
     #[arg(long)]
     gate: Option<xqz_arena::stats::Sprt>,
+    /// The share of match pairs that another worker plays again to check them, 0 to 1: copies
+    /// that agree move for move count once, and a worker whose copy two others contradict is
+    /// quarantined (docs/EVALUATION.md, "Audits"). Overrides the settings file's [evaluation].
+    #[arg(long, default_value_t = Evaluation::default().audit_share)]
+    audit_share: f64,
+    /// Lift an audit's quarantine of this worker id at start (repeatable); its pairs that were
+    /// discarded stay so (docs/SECURITY.md).
+    #[arg(long, value_name = "WORKER_ID")]
+    lift_quarantine: Vec<String>,
     #[command(flatten)]
     play: PlaySettings,
     #[command(flatten)]
@@ -154,6 +163,9 @@ fn evaluation(args: &CoordinatorArgs, given: &ArgMatches) -> Result<Evaluation> 
     }
     if on_command_line("gate") {
         evaluation.gate = args.gate;
+    }
+    if on_command_line("audit_share") {
+        evaluation.audit_share = args.audit_share;
     }
     // Checked by `serve`, before it binds, as the play settings are.
     Ok(evaluation)
@@ -231,6 +243,7 @@ pub fn run(args: &CoordinatorArgs, given: &ArgMatches) -> Result<()> {
     config.schedule = SettingsFile::role(args.settings.as_deref(), |f| f.schedule, &args.schedule, given)?;
     config.openings = args.openings.as_deref().map(crate::book::load_suite).transpose()?.map(Arc::new);
     config.evaluation = evaluation(args, given)?;
+    config.lift_quarantine = args.lift_quarantine.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting tokio")?;
     runtime.block_on(async {
         let running = xqz_coordinator::serve(config, stop_signal()).await.with_context(|| {

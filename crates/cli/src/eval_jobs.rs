@@ -156,7 +156,50 @@ pub fn job_json(job: &MatchJob) -> serde_json::Value {
         "failure": job.failure,
         "gates_model": job.gates_model,
         "created_ms": job.created_ms,
+        "workers": job.workers.iter().map(|w| serde_json::json!({
+            "worker": w.worker_id,
+            "pentanomial": w.pentanomial,
+            "residual": w.residual,
+            "marked": w.residual.abs() > xqz_coordinator::RESIDUAL_MARK,
+            "quarantined": w.quarantined,
+        })).collect::<Vec<_>>(),
+        "pairs_audited": job.pairs_audited,
+        "pairs_held": job.pairs_held,
+        "audits_inconclusive": job.audits_inconclusive,
+        "quarantines": job.quarantines.iter().map(|q| serde_json::json!({
+            "worker": q.worker_id,
+            "why": q.why,
+            "pairs_discarded": q.pairs_discarded,
+            "at_ms": q.at_ms,
+        })).collect::<Vec<_>>(),
     })
+}
+
+/// The lines under a job's for people: each worker's pairs and residual (marked `!` past
+/// [`RESIDUAL_MARK`](xqz_coordinator::RESIDUAL_MARK) standard errors), the audits and each
+/// quarantine.
+pub fn worker_lines(job: &MatchJob) -> Vec<String> {
+    let mut lines: Vec<String> = (job.workers.iter())
+        .map(|w| {
+            let pairs: u64 = w.pentanomial.iter().sum();
+            let mark = match () {
+                _ if w.quarantined => "  quarantined",
+                _ if w.residual.abs() > xqz_coordinator::RESIDUAL_MARK => "  ! past 3 standard errors",
+                _ => "",
+            };
+            format!("  worker {}: {pairs} pairs {:?}, residual {:+.2}{mark}", w.worker_id, w.pentanomial, w.residual)
+        })
+        .collect();
+    if job.pairs_audited + job.pairs_held + job.audits_inconclusive > 0 || !job.quarantines.is_empty() {
+        lines.push(format!(
+            "  audits: {} pairs agreed, {} held for a copy, {} inconclusive",
+            job.pairs_audited, job.pairs_held, job.audits_inconclusive
+        ));
+    }
+    for q in &job.quarantines {
+        lines.push(format!("  quarantined {} ({} pairs discarded): {}", q.worker_id, q.pairs_discarded, q.why));
+    }
+    lines
 }
 
 /// One job as a line for people.
@@ -235,6 +278,7 @@ pub fn jobs(coordinator: &CoordinatorArgs, json: bool) -> Result<()> {
             println!("{}", job_json(job));
         } else {
             println!("{}", job_line(job));
+            worker_lines(job).iter().for_each(|line| println!("{line}"));
         }
     }
     if jobs.is_empty() && !json {

@@ -304,9 +304,8 @@ mod tests {
         let mut board = Board::open(first.path()).unwrap();
         board.submit(matches::tests::spec(3), None, 1).unwrap();
         board.submit(matches::tests::spec(1), Some(2), 2).unwrap();
-        let taken: Vec<_> = (0..4)
-            .map(|_| board.take("w", &[], &|_| true).map(|a| (a.match_id, a.pair)).unwrap())
-            .collect();
+        let taken: Vec<_> =
+            (0..4).map(|_| board.take("w", &[], &|_| true).map(|a| (a.match_id, a.pair)).unwrap()).collect();
         assert_eq!(taken, [(1, 0), (1, 1), (1, 2), (2, 0)]);
         for (id, pair) in [(1, 0), (1, 1), (2, 0)] {
             board.count(id, pair, "w", matches::tests::play(&matches::tests::spec(3), pair)).unwrap();

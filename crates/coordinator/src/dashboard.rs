@@ -281,6 +281,44 @@ pub struct MatchView {
     pub failure: Option<String>,
     /// When it was queued, Unix milliseconds.
     pub created_ms: i64,
+    /// Each worker's share of the counted pairs.
+    pub workers: Vec<MatchWorkerView>,
+    /// Audited pairs whose copies agreed.
+    pub pairs_audited: u32,
+    /// Pairs held for a copy.
+    pub pairs_held: u32,
+    /// Audits whose copies all differed.
+    pub audits_inconclusive: u32,
+    /// Workers quarantined on this match's pairs, or whose pairs of it were discarded.
+    pub quarantines: Vec<QuarantineView>,
+}
+
+/// A worker's share of a [`MatchView`] (fishtest's residuals).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatchWorkerView {
+    /// Its id.
+    pub worker: String,
+    /// Its counted pairs by the first player's points.
+    pub pentanomial: Vec<u64>,
+    /// Its score against the match's, in standard errors.
+    pub residual: f64,
+    /// Past [`RESIDUAL_MARK`](crate::RESIDUAL_MARK) standard errors either way.
+    pub marked: bool,
+    /// Quarantined by an audit.
+    pub quarantined: bool,
+}
+
+/// A quarantine shown with a [`MatchView`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct QuarantineView {
+    /// The worker.
+    pub worker: String,
+    /// What the audit found.
+    pub why: String,
+    /// Its pairs of this match that were discarded.
+    pub pairs_discarded: u32,
+    /// When, Unix milliseconds.
+    pub at_ms: i64,
 }
 
 /// The test of a [`MatchView`].
@@ -513,6 +551,26 @@ fn match_view(job: &xqz_proto::v1::MatchJob) -> MatchView {
         gates_model: (job.gates_model > 0).then_some(job.gates_model),
         failure: (!job.failure.is_empty()).then(|| job.failure.clone()),
         created_ms: job.created_ms,
+        workers: (job.workers.iter())
+            .map(|w| MatchWorkerView {
+                worker: w.worker_id.clone(),
+                pentanomial: w.pentanomial.clone(),
+                residual: w.residual,
+                marked: w.residual.abs() > crate::RESIDUAL_MARK,
+                quarantined: w.quarantined,
+            })
+            .collect(),
+        pairs_audited: job.pairs_audited,
+        pairs_held: job.pairs_held,
+        audits_inconclusive: job.audits_inconclusive,
+        quarantines: (job.quarantines.iter())
+            .map(|q| QuarantineView {
+                worker: q.worker_id.clone(),
+                why: q.why.clone(),
+                pairs_discarded: q.pairs_discarded,
+                at_ms: q.at_ms,
+            })
+            .collect(),
     }
 }
 

@@ -104,6 +104,9 @@ impl CoordinatorService {
             return Err(Status::invalid_argument(format!("failure is at most {MAX_FAILURE_BYTES} bytes")));
         }
         state.touch(&request.worker_id);
+        if let Some(why) = lock(&state.matches).quarantined(&request.worker_id) {
+            return Err(Status::permission_denied(why));
+        }
         let live: HashSet<String> = state.live_workers().into_iter().map(|(id, _)| id).collect();
         let state = self.state.clone();
         let (failed_gate, assignment) = tokio::task::spawn_blocking(move || {
@@ -188,6 +191,7 @@ fn count_status(e: CountError) -> Status {
     match e {
         CountError::NoJob(_) => Status::not_found(e.to_string()),
         CountError::NotLeased { .. } => Status::failed_precondition(e.to_string()),
+        CountError::Quarantined { .. } => Status::permission_denied(e.to_string()),
         e => internal("counting the pair", e),
     }
 }

@@ -8,8 +8,10 @@
 //! (one JSON line per answered idempotency key, fsynced after the games' shard), `settings.json`
 //! (every version of the play settings the folder's games were played under), `models/`
 //! (`v<N>.safetensors`, `v<N>.json`, `registry.json`), `matches.json` (the match jobs that workers
-//! play pair by pair) and `eval/` (their games: the match table of `xqz_arena::records`).
+//! play pair by pair) and `eval/` (their games: the match table of `xqz_arena::records`; and
+//! `audit.jsonl`, the audits of their pairs).
 
+mod audit;
 mod backup;
 mod budget;
 mod connections;
@@ -43,6 +45,7 @@ use xqz_mcts::{OpeningSuite, PlaySchedule, PlaySettings};
 use xqz_proto::v1::coordinator_server::CoordinatorServer;
 use xqz_run_folder::CoordinatorFolder;
 
+pub use audit::RESIDUAL_MARK;
 pub use backup::{Restored, light_state_files};
 pub use error::CoordinatorError;
 pub use matches::{Evaluation, match_id};
@@ -183,8 +186,11 @@ pub struct CoordinatorConfig {
     pub openings: Option<Arc<OpeningSuite>>,
     /// Request size limits.
     pub limits: Limits,
-    /// The matches queued for each published model, and the gate.
+    /// The matches queued for each published model, the gate and the share of pairs audited.
     pub evaluation: Evaluation,
+    /// Workers whose quarantine by an audit is lifted at start (their ids); see
+    /// docs/SECURITY.md.
+    pub lift_quarantine: Vec<String>,
 }
 
 impl CoordinatorConfig {
@@ -205,6 +211,7 @@ impl CoordinatorConfig {
             openings: None,
             limits: Limits::default(),
             evaluation: Evaluation::default(),
+            lift_quarantine: Vec::new(),
         }
     }
 }
@@ -320,7 +327,13 @@ fn open_data(config: &CoordinatorConfig) -> Result<Opened, CoordinatorError> {
     let registry = Registry::open(&folder.models_dir())?;
     let history = SettingsHistory::open(data, &config.settings, config.schedule, registry.latest_version())?;
     let ids = WorkerIds::open(data).at(folder.worker_id_key())?;
-    let board = Board::open(data)?;
+    let mut board = Board::open_audited(data, config.evaluation.audit_share)?;
+    for worker in &config.lift_quarantine {
+        match board.lift(worker, crate::service::now_ms())? {
+            true => tracing::info!(worker, "quarantine lifted"),
+            false => tracing::warn!(worker, "no quarantine to lift: the worker is not quarantined"),
+        }
+    }
     // A backup that cannot be written stops the start, not a later publication.
     if let Some(backup) = &backup {
         backup.copy(board.files()?)?;

@@ -37,6 +37,7 @@ use xqz_arena::stats::{MODEL_MATCHES, Pentanomial, Sprt, SprtState};
 use xqz_arena::tournament::MatchGame;
 use xqz_proto::v1;
 
+use crate::audit::{Audit, Intake};
 use crate::error::CoordinatorError;
 use crate::registry::write_atomic;
 
@@ -89,6 +90,7 @@ struct JobsFile {
 /// anchor = "rung:R1"
 /// playouts = 200
 /// gate = { elo0 = 0.0, elo1 = 10.0, alpha = 0.05, beta = 0.05, model = "logistic" }
+/// audit_share = 0.05
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -112,6 +114,9 @@ pub struct Evaluation {
     /// positive ([`Sprt::decide_truncated`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<Sprt>,
+    /// The share of pairs of every match (these and those submitted) that another worker plays
+    /// again to check them ([`crate::audit`]); 0 to 1.
+    pub audit_share: f64,
 }
 
 impl Default for Evaluation {
@@ -124,6 +129,7 @@ impl Default for Evaluation {
             max_plies: 0,
             material_adjudication: None,
             gate: None,
+            audit_share: crate::audit::DEFAULT_SHARE,
         }
     }
 }
@@ -148,13 +154,17 @@ mod by_name {
 }
 
 impl Evaluation {
-    /// Checks the playouts and the anchor (a rung or a built-in player, not a model).
+    /// Checks the playouts, the anchor (a rung or a built-in player, not a model) and the audit
+    /// share.
     ///
     /// # Errors
     /// The first setting out of range, named.
     pub fn validate(&self) -> Result<(), JobError> {
         if self.playouts == 0 || self.playouts > MAX_PLAYOUTS {
             return Err(JobError::Spec(format!("playouts must be 1 to {MAX_PLAYOUTS}, not {}", self.playouts)));
+        }
+        if !(0.0..=1.0).contains(&self.audit_share) {
+            return Err(JobError::Spec(format!("audit_share must be 0 to 1, not {}", self.audit_share)));
         }
         if let Some(anchor) = &self.anchor {
             anchor.validate()?;
@@ -266,17 +276,28 @@ impl Job {
         self.refresh();
     }
 
-    /// The next pair to hand out: one whose worker fell silent, else the lowest never handed out.
-    fn next_pair(&mut self, alive: &dyn Fn(&str) -> bool) -> Option<u32> {
+    /// The next pair to hand out: one whose worker fell silent, else the lowest never handed out
+    /// and not `held` for its audit.
+    fn next_pair(&mut self, alive: &dyn Fn(&str) -> bool, held: &dyn Fn(u32) -> bool) -> Option<u32> {
         if let Some(pair) = self.leases.iter().find(|(_, lease)| !alive(&lease.worker)).map(|(&p, _)| p) {
             return Some(pair);
         }
         while self.fresh < self.stored.spec.pairs
-            && (self.counted.contains_key(&self.fresh) || self.leases.contains_key(&self.fresh))
+            && (self.counted.contains_key(&self.fresh) || self.leases.contains_key(&self.fresh) || held(self.fresh))
         {
             self.fresh += 1;
         }
         (self.fresh < self.stored.spec.pairs).then_some(self.fresh)
+    }
+
+    /// Takes `pairs` out of the counts, to be handed out again; returns their scores.
+    fn uncount(&mut self, pairs: &BTreeSet<u32>) -> Vec<(u32, [f64; 2])> {
+        let gone: Vec<(u32, [f64; 2])> = pairs.iter().filter_map(|&p| Some((p, self.counted.remove(&p)?))).collect();
+        let kept = std::mem::take(&mut self.counted);
+        (self.games, self.pairs) = Default::default();
+        kept.into_iter().for_each(|(pair, scores)| self.add(pair, scores));
+        self.fresh = self.fresh.min(pairs.first().copied().unwrap_or(u32::MAX));
+        gone
     }
 
     fn wants(&self, pair: u32) -> bool {
@@ -349,6 +370,8 @@ impl Job {
             },
             created_ms: self.stored.created_ms,
             gates_model: self.stored.gates_model.unwrap_or(0),
+            // The workers and the audits: the board's (`Board::view`).
+            ..Default::default()
         };
     }
 }
@@ -404,7 +427,17 @@ pub(crate) enum CountError {
         /// Whose lease it is, if anyone's.
         reason: String,
     },
-    /// The jobs file could not be written.
+    /// An audit quarantined the worker.
+    #[error(
+        "worker {worker} is quarantined: {why}; its match pairs are refused (docs/SECURITY.md says how to lift it)"
+    )]
+    Quarantined {
+        /// The worker.
+        worker: String,
+        /// The audit's verdict.
+        why: String,
+    },
+    /// The jobs file or the audit ledger could not be written.
     #[error(transparent)]
     Store(#[from] CoordinatorError),
 }
@@ -413,11 +446,19 @@ pub(crate) enum CountError {
 pub(crate) struct Board {
     data_dir: PathBuf,
     jobs: Vec<Job>,
+    audit: Audit,
 }
 
 impl Board {
-    /// Opens the jobs of `data_dir` and counts their games in its match table.
+    /// Opens the jobs of `data_dir` without audits (the board's own rules under test).
+    #[cfg(test)]
     pub fn open(data_dir: &Path) -> Result<Board, CoordinatorError> {
+        Board::open_audited(data_dir, 0.0)
+    }
+
+    /// Opens the jobs of `data_dir` and counts their games in its match table, auditing
+    /// `audit_share` of their pairs ([`crate::audit`]: the audits are rebuilt from its ledger).
+    pub fn open_audited(data_dir: &Path, audit_share: f64) -> Result<Board, CoordinatorError> {
         let path = data_dir.join(MATCHES_FILE);
         let corrupt = |message: String| CoordinatorError::Corrupt { path: path.clone(), message };
         let file: JobsFile = match fs::read(&path) {
@@ -433,6 +474,7 @@ impl Board {
             stored.spec.validate().map_err(|e| corrupt(format!("job {}: {e}", stored.id)))?;
             jobs.push(Job::new(stored));
         }
+        let mut audit = Audit::open(data_dir, audit_share)?;
         if !jobs.is_empty() {
             let rows = read_games(data_dir).map_err(|e| corrupt(format!("its games: {e}")))?;
             let mut scores: BTreeMap<(&str, u32), Vec<f64>> = BTreeMap::new();
@@ -445,12 +487,20 @@ impl Board {
                     // Both games of a pair are written together, so a pair has two rows.
                     if let [first, second] = scores[..] {
                         job.add(pair, [first, second]);
+                        audit.credit((job.stored.id, pair), [first, second]);
                     }
                 }
                 job.refresh();
             }
         }
-        let board = Board { data_dir: data_dir.to_path_buf(), jobs };
+        let mut board = Board { data_dir: data_dir.to_path_buf(), jobs, audit };
+        let void = board.audit.take_void();
+        for job in board.jobs.iter().map(|j| j.stored.id).collect::<Vec<_>>() {
+            let pairs = void.range((job, 0)..=(job, u32::MAX)).map(|&(_, pair)| pair).collect();
+            board
+                .discard(job, &pairs)
+                .map_err(|e| CoordinatorError::Corrupt { path: path.clone(), message: e.to_string() })?;
+        }
         board.judge_running()
     }
 
@@ -463,7 +513,7 @@ impl Board {
             let state = job.judged();
             if state != JobState::Running {
                 tracing::info!(match_id = job.stored.id, state = ?state, "a match decided before a restart is ended");
-                job.stored.state = state;
+                job.set_state(state);
                 changed = true;
             }
         }
@@ -525,13 +575,19 @@ impl Board {
     }
 
     /// Hands `worker` the next pair of the oldest running job it can play (`can_play`), where
-    /// `alive` tells which workers still hold their leases.
+    /// `alive` tells which workers still hold their leases; a pair held for its audit goes to
+    /// another worker first.
     pub fn take(&mut self, worker: &str, can_play: &[String], alive: &dyn Fn(&str) -> bool) -> Option<Assignment> {
+        if let Some(copy) = self.take_copy(worker, alive) {
+            return Some(copy);
+        }
+        let audit = &self.audit;
         for job in self.jobs.iter_mut().filter(|j| j.stored.state == JobState::Running) {
             if !job.stored.spec.needs().all(|need| can_play.iter().any(|c| c == need)) {
                 continue;
             }
-            let Some(pair) = job.next_pair(alive) else { continue };
+            let id = job.stored.id;
+            let Some(pair) = job.next_pair(alive, &|pair| audit.holds(id, pair)) else { continue };
             job.handed.insert(pair);
             job.leases.insert(pair, Lease { worker: worker.to_string() });
             return Some(Assignment { match_id: job.stored.id, pair, spec: job.stored.spec.clone() });
@@ -552,6 +608,7 @@ impl Board {
         pair: u32,
         failure: Option<&str>,
     ) -> Result<Option<(u64, bool)>, CoordinatorError> {
+        self.audit.give_back(worker, id, pair);
         let Some(job) = self.job_mut(id) else { return Ok(None) };
         if job.leases.get(&pair).is_none_or(|lease| lease.worker != worker) {
             return Ok(None);
@@ -593,6 +650,12 @@ impl Board {
     /// lease it is.
     pub fn check_lease(&self, id: u64, pair: u32, worker: &str) -> Result<(), CountError> {
         let job = self.job(id).ok_or(CountError::NoJob(id))?;
+        if let Some(why) = self.audit.quarantined(worker) {
+            return Err(CountError::Quarantined { worker: worker.to_string(), why: why.to_string() });
+        }
+        if self.audit.may_hand_in(id, pair, worker) {
+            return Ok(());
+        }
         let reason = match job.leases.get(&pair) {
             Some(lease) if lease.worker == worker => return Ok(()),
             Some(_) => format!("leased to another worker, not to {worker}"),
@@ -615,6 +678,10 @@ impl Board {
             return Ok(Counted { counted: false, gate: None });
         }
         self.check_lease(id, pair, worker)?;
+        let Some((worker, games)) = self.audited(id, pair, worker, games)? else {
+            return Ok(Counted { counted: true, gate: None });
+        };
+        self.audit.attribute((id, pair), &worker)?;
         let job = self.job_mut(id).ok_or(CountError::NoJob(id))?;
         if job.log.is_none() {
             let (a, b) = (job.stored.spec.a.name(), job.stored.spec.b.name());
@@ -625,21 +692,25 @@ impl Board {
         let log = job.log.as_mut().expect("opened above");
         log.append_all(&games).map_err(|source| CountError::Records { id, source })?;
         job.leases.remove(&pair);
-        job.add(pair, games.each_ref().map(MatchGame::first_score));
+        let scores = games.each_ref().map(MatchGame::first_score);
+        job.add(pair, scores);
         let state = job.judged();
-        if state == JobState::Running {
+        let gate = if state == JobState::Running {
             job.refresh();
-            return Ok(Counted { counted: true, gate: None });
-        }
-        job.set_state(state);
-        let gate = job.stored.gates_model.map(|model| (model, job.passes()));
-        self.store()?;
+            None
+        } else {
+            job.set_state(state);
+            let gate = job.stored.gates_model.map(|model| (model, job.passes()));
+            self.store()?;
+            gate
+        };
+        self.audit.credit((id, pair), scores);
         Ok(Counted { counted: true, gate })
     }
 
     /// Job `id` as the API shows it.
     pub fn get(&self, id: u64) -> Option<v1::MatchJob> {
-        self.job(id).map(Job::to_wire)
+        self.job(id).map(|job| self.view(job))
     }
 
     /// Up to `size` jobs, newest first, from job `from` down (`None`: from the newest), and the
@@ -647,13 +718,20 @@ impl Board {
     pub fn page(&self, from: Option<u64>, size: usize) -> (Vec<v1::MatchJob>, Option<u64>) {
         let end = from.map_or(self.jobs.len(), |id| (id as usize).min(self.jobs.len()));
         let start = end.saturating_sub(size);
-        let jobs = self.jobs[start..end].iter().rev().map(Job::to_wire).collect();
+        let jobs = self.jobs[start..end].iter().rev().map(|job| self.view(job)).collect();
         (jobs, (start > 0).then_some(start as u64))
     }
 
     /// How many jobs there are, finished ones included.
     pub fn len(&self) -> usize {
         self.jobs.len()
+    }
+
+    /// `job` as the API shows it, with its workers and audits.
+    fn view(&self, job: &Job) -> v1::MatchJob {
+        let mut wire = job.to_wire();
+        self.audit.annotate(&mut wire);
+        wire
     }
 
     /// Queues the matches `evaluation` asks for once `model` is published; `previous` is the
@@ -713,6 +791,112 @@ impl Board {
     }
 }
 
+/// The board's side of the audits ([`crate::audit`]): copies handed out, pairs held, verdicts
+/// carried out on the jobs and the match table.
+impl Board {
+    /// Why `worker` is quarantined, if it is: its match calls are refused.
+    pub fn quarantined(&self, worker: &str) -> Option<String> {
+        self.audit
+            .quarantined(worker)
+            .map(|why| CountError::Quarantined { worker: worker.into(), why: why.into() }.to_string())
+    }
+
+    /// Lifts `worker`'s quarantine; false if it was not quarantined.
+    pub fn lift(&mut self, worker: &str, now_ms: i64) -> Result<bool, CoordinatorError> {
+        self.audit.lift(worker, now_ms)
+    }
+
+    fn running(jobs: &[Job], id: u64) -> bool {
+        index(id).and_then(|i| jobs.get(i)).is_some_and(|j| j.stored.state == JobState::Running)
+    }
+
+    /// A copy of a held pair for `worker` to play, if one waits; held pairs that nobody could
+    /// play a copy of any more go back to be played again.
+    fn take_copy(&mut self, worker: &str, alive: &dyn Fn(&str) -> bool) -> Option<Assignment> {
+        self.audit.observe(worker, alive);
+        let jobs = &self.jobs;
+        let running = |id| Board::running(jobs, id);
+        let stranded = self.audit.release_stranded(alive, &running);
+        let copy = self.audit.next_copy(worker, alive, &running);
+        for (id, pair) in stranded {
+            if let Some(job) = self.job_mut(id) {
+                job.fresh = job.fresh.min(pair);
+            }
+        }
+        let (match_id, pair) = copy?;
+        Some(Assignment { match_id, pair, spec: self.job(match_id)?.stored.spec.clone() })
+    }
+
+    /// What the audit makes of pair `pair` of job `id` from `worker`: the games to count and
+    /// whose they are, or none while the pair is held.
+    fn audited(
+        &mut self,
+        id: u64,
+        pair: u32,
+        worker: &str,
+        games: [MatchGame; 2],
+    ) -> Result<Option<(String, [MatchGame; 2])>, CountError> {
+        let reproducible = self.job(id).ok_or(CountError::NoJob(id))?.stored.spec.reproducible();
+        match self.audit.intake((id, pair), worker, games, reproducible)? {
+            Intake::Count(worker, games) => Ok(Some((worker, games))),
+            Intake::Held => {
+                if let Some(job) = self.job_mut(id) {
+                    job.leases.remove(&pair);
+                }
+                Ok(None)
+            }
+            Intake::Again => Ok(None),
+            Intake::Quarantine { worker, why, count } => {
+                self.quarantine(&worker, (id, pair), why)?;
+                Ok(Some(count))
+            }
+        }
+    }
+
+    /// Quarantines `worker` for its copy of `pair` of job `id`: its leases end, and its counted
+    /// pairs of running jobs and its held copies go back to be played again.
+    fn quarantine(&mut self, worker: &str, pair: (u64, u32), why: String) -> Result<(), CountError> {
+        let counted: BTreeMap<u64, BTreeSet<u32>> = (self.jobs.iter())
+            .filter(|j| j.stored.state == JobState::Running)
+            .map(|j| (j.stored.id, j.counted.keys().copied().collect()))
+            .collect();
+        let (discarded, released) = self.audit.quarantine(worker, pair, why, &counted)?;
+        for job in &mut self.jobs {
+            let before = job.leases.len();
+            job.leases.retain(|_, lease| lease.worker != worker);
+            if job.leases.len() < before {
+                job.fresh = 0;
+            }
+        }
+        for (id, pair) in released {
+            if let Some(job) = self.job_mut(id) {
+                job.fresh = job.fresh.min(pair);
+            }
+        }
+        for id in counted.keys() {
+            let pairs = discarded.iter().filter(|(job, _)| job == id).map(|&(_, pair)| pair).collect();
+            self.discard(*id, &pairs)?;
+        }
+        Ok(())
+    }
+
+    /// Takes `pairs` of job `id` out of its counts and the match table, to be played again.
+    fn discard(&mut self, id: u64, pairs: &BTreeSet<u32>) -> Result<(), CountError> {
+        if pairs.is_empty() {
+            return Ok(());
+        }
+        let job = self.jobs.get_mut(index(id).ok_or(CountError::NoJob(id))?).ok_or(CountError::NoJob(id))?;
+        xqz_arena::records::discard_pairs(&self.data_dir, &job.match_id(), pairs)
+            .map_err(|source| CountError::Records { id, source })?;
+        // Its log holds the old rows: opened again at the next pair.
+        job.log = None;
+        for (pair, scores) in job.uncount(pairs) {
+            self.audit.debit((id, pair), scores);
+        }
+        Ok(())
+    }
+}
+
 /// Why a job is not queued.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum SubmitError {
@@ -723,6 +907,9 @@ pub(crate) enum SubmitError {
     #[error(transparent)]
     Store(CoordinatorError),
 }
+
+#[cfg(test)]
+mod audit_tests;
 
 #[cfg(test)]
 pub(crate) mod tests {
@@ -762,6 +949,7 @@ pub(crate) mod tests {
         let cases = [
             (Evaluation { playouts: 0, ..Evaluation::default() }, "playouts must be 1"),
             (Evaluation { anchor: Some("v2@8".parse().unwrap()), ..Evaluation::default() }, "rung or a built-in"),
+            (Evaluation { audit_share: 1.5, ..Evaluation::default() }, "audit_share must be 0 to 1"),
         ];
         for (evaluation, expected) in cases {
             let error = evaluation.validate().unwrap_err().to_string();

@@ -519,5 +519,93 @@ async fn a_stopping_worker_gives_its_pair_back_at_once_and_the_jobs_come_in_page
         assert_eq!(error.code(), Code::InvalidArgument, "{what}: {error:?}");
         assert!(error.message().contains(what), "{}", error.message());
     }
+}
+
+/// Takes a pair as `worker` and hands it in forged (the second player blundering in legal games);
+/// `Ok(false)` when there was nothing to take, the refusal's status when there is one.
+async fn forge_one(client: &mut Client, worker: &str) -> Result<bool, tonic::Status> {
+    let request = TakePairRequest { worker_id: worker.into(), ..Default::default() };
+    let Some(assignment) = client.take_pair(request).await?.into_inner().pair else { return Ok(false) };
+    let spec = spec_from_wire(assignment.spec.as_ref().unwrap()).unwrap();
+    let mut a = SearchPlayer::new(&spec.a.name(), MaterialEvaluator, 4, SearchConfig::default());
+    let mut b = xqz_test_support::forger::Blunderer::new(&spec.b.name());
+    let games = play_pair(&spec, assignment.pair, &mut a, &mut b).unwrap();
+    let request = SubmitPairRequest {
+        worker_id: worker.into(),
+        match_id: assignment.match_id,
+        pair: assignment.pair,
+        games: pair_to_wire(&games),
+    };
+    assert!(client.submit_pair(request).await?.into_inner().counted, "taken in, audited or not");
+    Ok(true)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_forges_pairs_among_honest_ones_is_quarantined_and_the_gate_decided_by_honest_games() {
+    let dir = tempfile::tempdir().unwrap();
+    let gate = Sprt { elo0: 0.0, elo1: 100.0, alpha: 0.1, beta: 0.1, model: Default::default() };
+    let evaluation = Evaluation {
+        previous_pairs: 12,
+        playouts: 4,
+        max_plies: 40,
+        material_adjudication: Some(1),
+        gate: Some(gate),
+        audit_share: 1.0,
+        ..Evaluation::default()
+    };
+    let server = start(dir.path(), evaluation, None).await;
+    let mut client = server.client("worker").await;
+    let forger = worker_id(&mut client).await;
+    assert_eq!(publish(&mut client, 1).await, 1);
+    assert_eq!(publish(&mut client, 2).await, 2);
+    // Alone, the forger's pair counts unaudited (nobody could check it): v1 blunders there.
+    assert!(forge_one(&mut client, &forger).await.unwrap());
+    let job = client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs.remove(0);
+    let won = job.pentanomial[3] + job.pentanomial[4];
+    assert_eq!((job.state, won, job.workers.len()), (MatchState::Running as i32, 1, 1), "{job:?}");
+
+    // Two honest workers join: v2 and v1 both play material counting, so no pair is won twice.
+    let mut honest = Vec::new();
+    for name in ["honest1", "honest2"] {
+        let config = worker_config(&server, &dir.path().join(name), name, 1.0);
+        let session = xqz_worker::remote::Session::connect(config).await.unwrap();
+        let ends = newest_match_ends(server.client("worker").await);
+        honest.push(tokio::spawn(session.run(std::sync::Arc::new(common::MaterialHost), 0, ends)));
+    }
+    loop {
+        let job = client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs.remove(0);
+        if job.pairs_in_flight + job.pairs_held >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    // The forger goes on forging, among them copies of honest pairs, until it is refused.
+    let refused = tokio::time::timeout(std::time::Duration::from_secs(120), async {
+        loop {
+            match forge_one(&mut client, &forger).await {
+                Err(status) => return status,
+                Ok(false) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+                Ok(true) => {}
+            }
+        }
+    })
+    .await
+    .expect("the forger is caught");
+    assert_eq!(refused.code(), Code::PermissionDenied, "{refused:?}");
+    assert!(refused.message().contains("quarantined") && refused.message().contains(&forger), "{}", refused.message());
+    for run in honest {
+        tokio::time::timeout(std::time::Duration::from_secs(120), run).await.expect("the match ends").unwrap().unwrap();
+    }
+
+    let job = client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs.remove(0);
+    assert!([MatchState::H0 as i32, MatchState::Finished as i32].contains(&job.state), "{job:?}");
+    // Material against material from one opening each way round: every honest pair scores 1.
+    let others: u64 = job.pentanomial.iter().sum::<u64>() - job.pentanomial[2];
+    assert_eq!(others, 0, "the forged pair was discarded and played again: {job:?}");
+    assert!(job.pairs_audited > 0, "{job:?}");
+    assert!(job.workers.iter().all(|w| w.worker_id != forger && w.residual.abs() <= 3.0), "{:?}", job.workers);
+    assert_eq!(job.quarantines.len(), 1, "{job:?}");
+    assert_eq!((job.quarantines[0].worker_id.as_str(), job.quarantines[0].pairs_discarded), (forger.as_str(), 1));
+    assert_eq!(latest(&mut client).await, 1, "v2 is never announced on forged games");
     server.stop().await;
 }

@@ -196,7 +196,8 @@ impl RunFolder {
 /// settings.json         every settings version the coordinator dictated
 /// worker-ids.key        the key that signs worker ids
 /// idempotency.log(.1)   the keys of the requests answered, two generations
-/// matches.json          the match jobs (their games: the match table, games.arrow and games.pgn)
+/// matches.json          the match jobs (their games: the match table, eval/games.arrow and games.pgn)
+/// eval/audit.jsonl      the audit ledger: who played each pair counted, audits, quarantines
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CoordinatorFolder {
@@ -216,6 +217,8 @@ impl CoordinatorFolder {
     pub const OLD_KEY_LOG: &str = "idempotency.log.1";
     /// The match jobs' name, in the folder.
     pub const MATCHES: &str = "matches.json";
+    /// The audit ledger's path in the folder, beside the match table.
+    pub const AUDIT_LEDGER: &str = "eval/audit.jsonl";
 
     /// The data folder at `root`.
     pub fn new(root: impl Into<PathBuf>) -> CoordinatorFolder {
@@ -265,6 +268,12 @@ impl CoordinatorFolder {
     /// The match jobs.
     pub fn matches_file(&self) -> PathBuf {
         self.root.join(Self::MATCHES)
+    }
+
+    /// The audit ledger of the match pairs: who played each pair counted, the audits' verdicts
+    /// and the quarantines (JSON lines, appended).
+    pub fn audit_ledger(&self) -> PathBuf {
+        self.root.join(Self::AUDIT_LEDGER)
     }
 }
 

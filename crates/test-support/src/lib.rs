@@ -5,6 +5,7 @@
 pub mod browser;
 pub mod certificates;
 pub mod fairy_stockfish;
+pub mod forger;
 pub mod games;
 pub mod moto;
 pub mod process;
