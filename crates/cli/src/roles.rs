@@ -79,6 +79,7 @@ impl Role {
     }
 
     /// Its name.
+    #[cfg(feature = "torch")]
     pub fn name(&self) -> &str {
         &self.name
     }
