@@ -166,6 +166,9 @@ impl Backup {
                     write_atomic(&table.join(name), &bytes)?;
                 }
             }
+            if let Some(bytes) = get(crate::matches::LEDGER_FILE)? {
+                write_atomic(&data.join(CoordinatorFolder::AUDIT_LEDGER), &bytes)?;
+            }
             write_atomic(&data.join(MATCHES_FILE), &jobs)?;
             restored.matches = true;
         }

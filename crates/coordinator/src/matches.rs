@@ -46,6 +46,8 @@ const MATCHES_FILE: &str = xqz_run_folder::CoordinatorFolder::MATCHES;
 /// Times workers report that they could not play a pair before its job fails: a pair that makes
 /// every worker fail (an engine that crashes on its opening) must not go round for ever.
 pub(crate) const MAX_FAILURES: u32 = 5;
+/// The audit ledger's name in a backup: its file name in the data folder.
+pub(crate) const LEDGER_FILE: &str = "audit.jsonl";
 /// Jobs a coordinator keeps, finished ones included; submissions beyond are refused.
 pub(crate) const MAX_JOBS: usize = 10_000;
 
@@ -524,7 +526,8 @@ impl Board {
     }
 
     /// The files that keep the board, as (name, contents) in the order a backup stores them:
-    /// the jobs file, then the match table and its listing (those that exist). Read under the
+    /// the jobs file, then the match table, its listing and the audit ledger (which worker played
+    /// each pair, and the quarantines), those that exist. Read under the
     /// board's lock, they agree: the table holds every pair the jobs file's states were judged
     /// from, and no pair of a job the jobs file lacks.
     pub fn files(&self) -> Result<Vec<(String, Vec<u8>)>, CoordinatorError> {
@@ -534,6 +537,7 @@ impl Board {
             (MATCHES_FILE, self.data_dir.join(MATCHES_FILE)),
             (TABLE_FILE, records.join(TABLE_FILE)),
             (PGN_FILE, records.join(PGN_FILE)),
+            (LEDGER_FILE, self.data_dir.join(xqz_run_folder::CoordinatorFolder::AUDIT_LEDGER)),
         ] {
             match fs::read(&path) {
                 Ok(bytes) => files.push((name.to_string(), bytes)),
@@ -890,7 +894,9 @@ impl Board {
             .map_err(|source| CountError::Records { id, source })?;
         // Its log holds the old rows: opened again at the next pair.
         job.log = None;
-        for (pair, scores) in job.uncount(pairs) {
+        let gone = job.uncount(pairs);
+        job.refresh();
+        for (pair, scores) in gone {
             self.audit.debit((id, pair), scores);
         }
         Ok(())

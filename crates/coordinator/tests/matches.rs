@@ -404,10 +404,21 @@ async fn a_worker_with_an_eval_share_plays_match_pairs_beside_self_play() {
     server.stop().await;
 }
 
-/// A host whose match players never load.
-struct BrokenHost;
+/// A host whose match players fail to load with `why`, once the test lets them (at once if
+/// `release`'s sender is gone: dropped by the test, or at its end).
+struct FailingHost {
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+    why: &'static str,
+}
 
-impl xqz_worker::remote::ModelHost for BrokenHost {
+impl FailingHost {
+    /// A host whose players fail at once.
+    fn broken(why: &'static str) -> FailingHost {
+        FailingHost { release: std::sync::Mutex::new(std::sync::mpsc::channel().1), why }
+    }
+}
+
+impl xqz_worker::remote::ModelHost for FailingHost {
     type Evaluator = MaterialEvaluator;
 
     fn evaluator(&self) -> MaterialEvaluator {
@@ -421,7 +432,8 @@ impl xqz_worker::remote::ModelHost for BrokenHost {
     type Player = MaterialEvaluator;
 
     fn load_player(&self, path: &Path) -> Result<MaterialEvaluator, xqz_worker::remote::InstallError> {
-        Err(xqz_worker::remote::InstallError { path: path.into(), source: "not a network".into() })
+        let _ = self.release.lock().unwrap().recv();
+        Err(xqz_worker::remote::InstallError { path: path.into(), source: self.why.into() })
     }
 }
 
@@ -437,7 +449,7 @@ async fn a_pair_no_worker_can_play_is_given_back_with_the_reason_until_its_match
     let config = worker_config(&server, dir.path(), "broken", 1.0);
     let session = xqz_worker::remote::Session::connect(config).await.unwrap();
     let failed = newest_match_ends(server.client("worker").await);
-    let run = session.run(std::sync::Arc::new(BrokenHost), 0, failed);
+    let run = session.run(std::sync::Arc::new(FailingHost::broken("not a network")), 0, failed);
     tokio::time::timeout(std::time::Duration::from_secs(60), run).await.expect("the match fails").unwrap();
     let job = client.list_matches(ListMatchesRequest::default()).await.unwrap().into_inner().jobs.remove(0);
     assert_eq!(job.state, MatchState::Failed as i32, "{job:?}");
@@ -445,29 +457,6 @@ async fn a_pair_no_worker_can_play_is_given_back_with_the_reason_until_its_match
     assert!(job.failure.contains("not a network"), "the worker's reason: {}", job.failure);
     assert_eq!(job.wins + job.draws + job.losses, 0);
     server.stop().await;
-}
-
-/// A host whose match players load only once the test lets them, and then fail.
-struct StuckHost(std::sync::Mutex<std::sync::mpsc::Receiver<()>>);
-
-impl xqz_worker::remote::ModelHost for StuckHost {
-    type Evaluator = MaterialEvaluator;
-
-    fn evaluator(&self) -> MaterialEvaluator {
-        MaterialEvaluator
-    }
-
-    fn install(&self, _: &Path) -> Result<(), xqz_worker::remote::InstallError> {
-        Ok(())
-    }
-
-    type Player = MaterialEvaluator;
-
-    fn load_player(&self, path: &Path) -> Result<MaterialEvaluator, xqz_worker::remote::InstallError> {
-        // Released by the test, or by its end (the sender dropped).
-        let _ = self.0.lock().unwrap().recv();
-        Err(xqz_worker::remote::InstallError { path: path.into(), source: "released".into() })
-    }
 }
 
 /// Resolves once a pair of some match is in flight.
@@ -496,7 +485,7 @@ async fn a_stopping_worker_gives_its_pair_back_at_once_and_the_jobs_come_in_page
         xqz_worker::remote::Session::connect(worker_config(&server, dir.path(), "stopping", 1.0)).await.unwrap();
     // The worker stops while its pair's players load.
     let run = session.run(
-        std::sync::Arc::new(StuckHost(std::sync::Mutex::new(stuck))),
+        std::sync::Arc::new(FailingHost { release: std::sync::Mutex::new(stuck), why: "released" }),
         0,
         a_pair_is_taken(server.client("worker").await),
     );
