@@ -491,15 +491,29 @@ impl Audit {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    use xqz_arena::job::{MatchSpec, play_pair};
+    use xqz_arena::job::{Contestant, MatchSpec, play_pair};
     use xqz_arena::player::SearchPlayer;
-    use xqz_mcts::{MaterialEvaluator, SearchConfig};
+    use xqz_mcts::{MaterialEvaluator, SearchConfig, UniformEvaluator};
     use xqz_test_support::forger::Blunderer;
 
     use super::*;
 
-    /// The matches' own test match and its honest play: material counting against the bare rules.
-    pub(crate) use crate::matches::tests::{play as honest, spec};
+    /// A match of `pairs` pairs between material counting and the bare rules, 4 playouts each.
+    pub(crate) fn spec(pairs: u32) -> MatchSpec {
+        MatchSpec {
+            max_plies: 40,
+            material_adjudication: Some(1),
+            ..MatchSpec::new(Contestant::Material { playouts: 4 }, Contestant::Uniform { playouts: 4 }, pairs)
+        }
+    }
+
+    /// Pair `pair` of `spec` as an honest worker plays it (material against the bare rules).
+    pub(crate) fn honest(spec: &MatchSpec, pair: u32) -> [MatchGame; 2] {
+        let search = SearchConfig::default();
+        let mut a = SearchPlayer::new(&spec.a.name(), MaterialEvaluator, 4, search);
+        let mut b = SearchPlayer::new(&spec.b.name(), UniformEvaluator, 4, search);
+        play_pair(spec, pair, &mut a, &mut b).unwrap()
+    }
 
     /// Pair `pair` as a worker that forges it: legal games, but the second player blunders.
     pub(crate) fn fabricated(spec: &MatchSpec, pair: u32) -> [MatchGame; 2] {
