@@ -948,6 +948,12 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_ledgers_name_in_a_backup_is_its_file_name_in_the_data_folder() {
+        let ledger = std::path::Path::new(xqz_run_folder::CoordinatorFolder::AUDIT_LEDGER);
+        assert_eq!(ledger.file_name().and_then(|n| n.to_str()), Some(LEDGER_FILE));
+    }
+
+    #[test]
     fn evaluation_settings_out_of_range_are_named() {
         assert!(Evaluation::default().validate().is_ok());
         let anchored = Evaluation { anchor: Some("rung:R1".parse().unwrap()), ..Evaluation::default() };
